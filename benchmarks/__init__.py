@@ -1,0 +1,1 @@
+"""symgrad benchmark suite (see benchmarks/README.md)."""

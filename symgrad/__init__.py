@@ -1,0 +1,40 @@
+"""symgrad: tf.gradients semantics with sympy derivatives, compiled to numba kernels.
+
+>>> import symgrad as sg
+>>> x = sg.placeholder("x", shape=(3,))
+>>> y = sg.reduce_sum(sg.sin(x) * x)
+>>> (dx,) = sg.gradients(y, [x])
+>>> sg.evaluate(dx, {x: [0.0, 1.0, 2.0]}).round(4)
+array([0.    , 1.3818, 0.077 ])
+"""
+
+from .differentiate import UnconnectedGradients, gradients
+from .errors import (CompileError, DTypeError, FeedError, GraphError, NoGradientError,
+                     ShapeError, SymgradError, TapeError, UnconnectedGradientError)
+from .evaluate import evaluate
+from .graph import Tensor
+from .ops.api import (abs, add, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh,
+                      cast, ceil, cos, cosh, divide, equal, erf, exp, expm1, floor, getitem,
+                      greater, greater_equal, identity, less, less_equal, log, log1p,
+                      logical_and, logical_not, logical_or, matmul, maximum, minimum,
+                      multiply, negative, not_equal, pow, reduce_max, reduce_mean, reduce_min,
+                      reduce_prod, reduce_sum, relu, reshape, round, sigmoid, sign, sin, sinh,
+                      softplus, sqrt, square, stop_gradient, subtract, tan, tanh, transpose,
+                      where)
+from .ops.sources import constant, placeholder
+from .symbolic import latex, to_sympy
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "UnconnectedGradients", "gradients", "evaluate", "Tensor", "constant", "placeholder",
+    "latex", "to_sympy", "CompileError", "DTypeError", "FeedError", "GraphError",
+    "NoGradientError", "ShapeError", "SymgradError", "TapeError", "UnconnectedGradientError",
+    "abs", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh",
+    "cast", "ceil", "cos", "cosh", "divide", "equal", "erf", "exp", "expm1", "floor",
+    "getitem", "greater", "greater_equal", "identity", "less", "less_equal", "log", "log1p",
+    "logical_and", "logical_not", "logical_or", "matmul", "maximum", "minimum", "multiply",
+    "negative", "not_equal", "pow", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod",
+    "reduce_sum", "relu", "reshape", "round", "sigmoid", "sign", "sin", "sinh", "softplus",
+    "sqrt", "square", "stop_gradient", "subtract", "tan", "tanh", "transpose", "where",
+]

@@ -1,0 +1,128 @@
+"""``sg.gradients``: tf.gradients' signature and semantics.
+
+>>> import symgrad as sg
+>>> a = sg.constant(0.0)
+>>> b = 2.0 * a
+>>> sg.evaluate(sg.gradients(a + b, [a, b]), {})
+[array(3.), array(1.)]
+>>> sg.evaluate(sg.gradients(a + b, [a, b], stop_gradients=[a, b]), {})
+[array(1.), array(1.)]
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ..dtypes import is_floating
+from ..errors import DTypeError, ShapeError, UnconnectedGradientError
+from ..graph.naming import name_scope
+from ..graph.tensor import Tensor, describe
+from ..ops import api as F
+from ..ops.sources import constant
+from ..shapes import format_shape, shapes_compatible
+from .sweep import reverse_sweep
+
+
+class UnconnectedGradients(enum.Enum):
+    """What an x that no y depends on gets: None (TF's default), zeros, or an error."""
+
+    NONE = "none"
+    ZERO = "zero"
+    RAISE = "raise"
+
+
+AGGREGATION_METHODS = (None, 0, 1, 2, "add_n", "default", "experimental_tree",
+                       "experimental_accumulate_n")
+
+
+def _as_list(value: Any) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _check_tensors(values: list, what: str) -> None:
+    for k, v in enumerate(values):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"sg.gradients: {what}[{k}] must be a symgrad Tensor, got "
+                            f"{type(v).__name__} {v!r}")
+
+
+def _policy(value: Any) -> UnconnectedGradients:
+    if isinstance(value, UnconnectedGradients):
+        return value
+    for member in UnconnectedGradients:
+        if value == member.value:
+            return member
+    raise ValueError(f"sg.gradients: unknown value for unconnected_gradients: {value!r}; "
+                     "use 'none', 'zero', 'raise' or sg.UnconnectedGradients")
+
+
+def _seed(y: Tensor, k: int, grad_y: Any) -> Tensor:
+    """The gradient fed into ys[k]: ones for None, else checked for shape and dtype."""
+    if grad_y is None:
+        return F.ones_like(y)
+    if isinstance(grad_y, Tensor):
+        seed = grad_y
+    elif isinstance(grad_y, np.ndarray) or isinstance(grad_y, np.generic):
+        seed = constant(grad_y)
+    else:
+        try:
+            seed = constant(np.asarray(grad_y, dtype=y.dtype))
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"sg.gradients: grad_ys[{k}] cannot be converted to "
+                            f"{y.dtype.name}: {exc}") from exc
+    if seed.dtype != y.dtype or not (is_floating(y.dtype) or seed.dtype == y.dtype):
+        raise DTypeError(f"sg.gradients: grad_ys[{k}] has dtype {seed.dtype.name} but ys[{k}] "
+                         f"{describe(y)} has dtype {y.dtype.name}; pass an array of "
+                         f"{y.dtype.name}")
+    if not shapes_compatible(seed.shape, y.shape):
+        raise ShapeError(f"sg.gradients: grad_ys[{k}] has shape {format_shape(seed.shape)} but "
+                         f"ys[{k}] {describe(y)} has shape {format_shape(y.shape)}; pass an "
+                         f"array of shape {format_shape(y.shape)} or None")
+    return seed
+
+
+def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: Optional[str] = "gradients",
+              gate_gradients: bool = False, aggregation_method: Any = None,
+              stop_gradients: Any = None,
+              unconnected_gradients: Any = UnconnectedGradients.NONE) -> list:
+    """Symbolic gradients with ``tf.gradients`` semantics.
+
+    Returns a list of len(xs): for each x, the sum over ys of sum(grad_y * dy/dx), shaped
+    like x, as a graph Tensor (so it can be differentiated again) or None where no y
+    depends on x. ``stop_gradients`` are held constant (partial derivatives), like
+    ``sg.stop_gradient`` nodes; integer and bool tensors are never differentiated.
+    ``gate_gradients`` and ``aggregation_method`` are accepted for compatibility: a
+    symbolic graph has no race to gate, and contributions are always summed exactly.
+    """
+    ys, xs = _as_list(ys), _as_list(xs)
+    _check_tensors(ys, "ys")
+    _check_tensors(xs, "xs")
+    policy = _policy(unconnected_gradients)
+    if aggregation_method not in AGGREGATION_METHODS:
+        raise ValueError(f"sg.gradients: invalid aggregation_method {aggregation_method!r}")
+    grad_list = [None] * len(ys) if grad_ys is None else _as_list(grad_ys)
+    if len(grad_list) != len(ys):
+        raise ValueError(f"sg.gradients: grad_ys has {len(grad_list)} entries but ys has "
+                         f"{len(ys)}; pass one entry (or None) per y")
+    stops = [] if stop_gradients is None else _as_list(stop_gradients)
+    _check_tensors(stops, "stop_gradients")
+    with name_scope(name):
+        seeds = [_seed(y, k, g) for k, (y, g) in enumerate(zip(ys, grad_list))]
+        results = reverse_sweep(ys, seeds, xs, {id(s) for s in stops})
+        return [_finish(x, k, r, ys, policy) for k, (x, r) in enumerate(zip(xs, results))]
+
+
+def _finish(x: Tensor, k: int, grad: Optional[Tensor], ys: list, policy) -> Optional[Tensor]:
+    if grad is not None:
+        return grad
+    if policy is UnconnectedGradients.ZERO:
+        return F.zeros_like(x)
+    if policy is UnconnectedGradients.RAISE:
+        raise UnconnectedGradientError(
+            f"sg.gradients: xs[{k}] {describe(x)} is not connected to any of ys "
+            f"({', '.join(repr(y.name) for y in ys) or 'empty'}); use "
+            "unconnected_gradients='none' or 'zero' to allow this")
+    return None

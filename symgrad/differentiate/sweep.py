@@ -1,0 +1,138 @@
+"""Reverse accumulation over the DAG, the way tf.gradients does it.
+
+Every elementwise node contributes ``g * d(op)/d(input)`` (one ``expr`` node built from
+its sympy partial), every structural node calls its ``vjp``; contributions to a tensor
+are summed once, and un-broadcast to the input's shape once.
+
+The ``where`` rule: a gradient leaving ``where`` carries the condition as a *mask*. While
+it flows through elementwise nodes of the same shape, each contribution is built as
+``Piecewise((g * partial, mask), (0, True))``, so the unselected branch contributes
+exactly 0 even where its partial is infinite.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Optional
+
+import sympy as sp
+
+from ..dtypes import is_floating
+from ..errors import NoGradientError
+from ..graph.tensor import Tensor
+from ..graph.traversal import topological_order
+from ..ops import api as F
+from ..ops.symbols import dtype_kind, input_symbol
+from .partials import local_partial
+
+
+def _needs_unbroadcast(contribution_shape: tuple, target_shape: tuple) -> bool:
+    if len(contribution_shape) != len(target_shape):
+        return True
+    return any(a is None or b is None or a != b for a, b in zip(contribution_shape, target_shape))
+
+
+def _fit(contribution: Tensor, target: Tensor) -> tuple:
+    """Un-broadcast (and cast) a contribution to the target's shape and dtype.
+
+    Returns ``(tensor, shape_changed)``; a mask is only valid while the shape is kept.
+    """
+    changed = False
+    if _needs_unbroadcast(contribution.shape, target.shape):
+        contribution, changed = F.unbroadcast(contribution, target), True
+    if contribution.dtype != target.dtype:
+        contribution = F.cast(contribution, target.dtype)
+    return contribution, changed
+
+
+def _expr_node(terms: list, expression: sp.Expr, dtype) -> Tensor:
+    """An ``expr`` node over ``terms`` (symbols ``_0..``), dropping unused terms except the
+    first (which fixes the shape)."""
+    kinds = [dtype_kind(t.dtype) for t in terms]
+    used = expression.free_symbols
+    keep = [k for k, t in enumerate(terms)
+            if k == 0 or input_symbol(k, kinds[k]) in used]
+    mapping = {input_symbol(k, kinds[k]): input_symbol(j, kinds[k]) for j, k in enumerate(keep)}
+    return F.expr([terms[k] for k in keep], expression.xreplace(mapping), dtype)
+
+
+def _elementwise_contributions(node: Tensor, g: Tensor, mask: Optional[Tensor], wanted: set):
+    op_masks = node.op.grad_mask(*node.inputs) if node.op.grad_mask else None
+    for i, inp in enumerate(node.inputs):
+        if not is_floating(inp.dtype) or id(inp) not in wanted:
+            continue
+        partial = local_partial(node, i)
+        out_mask = mask
+        if op_masks is not None and op_masks[i] is not None:
+            out_mask = op_masks[i] if mask is None else F.logical_and(mask, op_masks[i])
+        if partial == 1 and mask is None:
+            yield i, g, out_mask
+            continue
+        # terms: g, [mask], node inputs; the partial's symbols are shifted past them.
+        lead = [g] if mask is None else [g, mask]
+        shift = {input_symbol(k, dtype_kind(t.dtype)): input_symbol(k + len(lead), dtype_kind(t.dtype))
+                 for k, t in enumerate(node.inputs)}
+        expression = input_symbol(0, dtype_kind(g.dtype)) * partial.xreplace(shift)
+        if mask is not None:
+            expression = sp.Piecewise((expression, input_symbol(1, "b")), (sp.S.Zero, True))
+        expression = sp.piecewise_fold(expression)
+        yield i, _expr_node(lead + list(node.inputs), expression, inp.dtype), out_mask
+
+
+def _structural_contributions(node: Tensor, g: Tensor):
+    if node.op.vjp is None:
+        raise NoGradientError(f"No gradient defined for operation '{node.op.name}' "
+                              f"(at tensor '{node.name}')")
+    grads = node.op.vjp(g, node, *node.inputs, **node.attrs)
+    for i, (inp, contribution) in enumerate(zip(node.inputs, grads)):
+        if contribution is not None and is_floating(inp.dtype):
+            yield i, contribution, None
+
+
+def _aggregate(entries: list, like: Tensor) -> tuple:
+    """Sum the contributions to one tensor; keep a mask only if all of them share it."""
+    tensors = [t for t, _ in entries]
+    masks = {id(m): m for _, m in entries}
+    mask = entries[0][1] if len(masks) == 1 else None
+    if len(tensors) == 1:
+        return tensors[0], mask
+    kind = dtype_kind(like.dtype)
+    total = sp.Add(*[input_symbol(k, kind) for k in range(len(tensors))])
+    return F.expr(tensors, total, tensors[0].dtype), mask
+
+
+def reverse_sweep(ys: list, seeds: list, xs: list, stop: set) -> list:
+    """Gradients of sum_k <seed_k, y_k> with respect to each x (None where unconnected).
+
+    ``stop`` holds ids of tensors that receive gradients but pass none to their inputs.
+    """
+    order = topological_order(ys)
+    reach = {id(x) for x in xs}
+    for node in order:
+        if id(node) not in reach and any(id(i) in reach for i in node.inputs):
+            reach.add(id(node))
+    pending: dict = defaultdict(list)
+    for y, seed in zip(ys, seeds):
+        if id(y) in reach:
+            pending[id(y)].append((seed, None))
+    final: dict = {}
+    for node in reversed(order):
+        entries = pending.pop(id(node), None)
+        if entries is None:
+            continue
+        g, mask = _aggregate(entries, node)
+        final[id(node)] = g
+        if (id(node) in stop or not node.inputs or not node.op.differentiable
+                or not is_floating(node.dtype)):
+            continue
+        if node.op.kind == "elementwise":
+            contributions = _elementwise_contributions(node, g, mask, reach)
+        else:
+            contributions = _structural_contributions(node, g)
+        for i, contribution, out_mask in contributions:
+            target = node.inputs[i]
+            if id(target) not in reach:
+                continue
+            contribution, changed = _fit(contribution, target)
+            pending[id(target)].append((contribution, None if changed else out_mask))
+    return [final.get(id(x)) for x in xs]

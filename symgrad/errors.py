@@ -1,0 +1,43 @@
+"""Every deliberate error class of symgrad, each a subclass of the builtin the API promises."""
+
+from __future__ import annotations
+
+
+class SymgradError(Exception):
+    """Base class of symgrad's own errors."""
+
+
+class ShapeError(SymgradError, ValueError):
+    """Incompatible shapes when a graph is built, fed or called."""
+
+
+class DTypeError(SymgradError, TypeError):
+    """An unsupported dtype or a dtype that does not match what was expected."""
+
+
+class FeedError(SymgradError, ValueError):
+    """A placeholder is missing from a feed, or fed a value of the wrong shape or dtype."""
+
+
+class GraphError(SymgradError, ValueError):
+    """A malformed graph: duplicate placeholder names, mixed symbolic and eager values."""
+
+
+class UnconnectedGradientError(SymgradError, ValueError):
+    """Raised by ``unconnected_gradients='raise'`` when an x does not influence any y."""
+
+
+class NoGradientError(SymgradError, LookupError):
+    """An op on the path from ys to xs has no derivative."""
+
+
+class CompileError(SymgradError, RuntimeError):
+    """numba could not compile generated code (shows the generated line and its op)."""
+
+
+class TapeError(SymgradError, RuntimeError):
+    """Misuse of a GradientTape (for example a second call on a non-persistent tape)."""
+
+
+class EagerMixError(SymgradError, TypeError):
+    """An eager value (Variable, eager tensor) was mixed with a symbolic Tensor."""

@@ -1,0 +1,120 @@
+"""The symbolic Tensor node and the operators shared with eager values.
+
+A Tensor is an immutable node: the op record that made it, its input Tensors, the op's
+attributes, and a static shape (ints and None) and dtype. Nothing is computed.
+
+>>> import symgrad as sg
+>>> x = sg.placeholder("x", shape=(None, 3))
+>>> y = sg.sin(x) * 2.0
+>>> y.shape, y.dtype.name, y.op.name
+((None, 3), 'float64', 'mul')
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Optional
+
+import numpy as np
+
+from ..shapes import Shape, format_shape
+
+_ids = itertools.count()
+
+
+class TensorOperators:
+    """Python operators, written once for symbolic and eager tensors."""
+
+    __array_priority__ = 1000  # numpy defers to our reflected operators
+
+    def _api(self):
+        from ..ops import api
+        return api
+
+    def __add__(self, other): return self._api().add(self, other)
+    def __radd__(self, other): return self._api().add(other, self)
+    def __sub__(self, other): return self._api().subtract(self, other)
+    def __rsub__(self, other): return self._api().subtract(other, self)
+    def __mul__(self, other): return self._api().multiply(self, other)
+    def __rmul__(self, other): return self._api().multiply(other, self)
+    def __truediv__(self, other): return self._api().divide(self, other)
+    def __rtruediv__(self, other): return self._api().divide(other, self)
+    def __pow__(self, other): return self._api().pow(self, other)
+    def __rpow__(self, other): return self._api().pow(other, self)
+    def __neg__(self): return self._api().negative(self)
+    def __pos__(self): return self
+    def __abs__(self): return self._api().abs(self)
+    def __matmul__(self, other): return self._api().matmul(self, other)
+    def __rmatmul__(self, other): return self._api().matmul(other, self)
+    def __lt__(self, other): return self._api().less(self, other)
+    def __le__(self, other): return self._api().less_equal(self, other)
+    def __gt__(self, other): return self._api().greater(self, other)
+    def __ge__(self, other): return self._api().greater_equal(self, other)
+    def __getitem__(self, key): return self._api().getitem(self, key)
+
+    @property
+    def T(self):
+        return self._api().transpose(self)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __bool__(self):
+        raise TypeError(f"the truth value of tensor {self.name!r} is not defined; "
+                        "use sg.where(cond, a, b) for a choice made per element")
+
+    def __iter__(self):
+        raise TypeError(f"tensor {self.name!r} is not iterable; index it with t[i]")
+
+    __hash__ = object.__hash__
+
+
+class Tensor(TensorOperators):
+    """A node of a static graph: ``.name .shape .dtype .op .inputs .attrs``.
+
+    ``op`` is the op record (``t.op.name`` is the op's name, e.g. ``'sin'``).
+    Tensors hash and compare by identity, so they can key a ``feed_dict``.
+    """
+
+    __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "name", "id")
+
+    def __init__(self, op: Any, inputs: tuple, attrs: dict, shape: Shape, dtype: np.dtype,
+                 name: str):
+        self.op = op
+        self.inputs = tuple(inputs)
+        self.attrs = dict(attrs)
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.name = name
+        self.id = next(_ids)
+
+    def __repr__(self) -> str:
+        return (f"<sg.Tensor '{self.name}' op={self.op.name} shape={format_shape(self.shape)} "
+                f"dtype={self.dtype.name}>")
+
+    def __eq__(self, other):
+        return self is other
+
+    __hash__ = object.__hash__
+
+    def __reduce__(self):
+        raise TypeError("symgrad Tensors cannot be pickled; rebuild the graph instead")
+
+
+def is_tensor(value: Any) -> bool:
+    return isinstance(value, Tensor)
+
+
+def op_name(t: Tensor) -> str:
+    return t.op.name
+
+
+def describe(t: Tensor) -> str:
+    """'name' (op) shape dtype — the way error messages name a tensor."""
+    return f"'{t.name}' ({t.op.name}, shape {format_shape(t.shape)}, {t.dtype.name})"
+
+
+def constant_value(t: Tensor) -> Optional[np.ndarray]:
+    """The value of a constant node, or None for any other node."""
+    return t.attrs.get("value") if t.op.name == "constant" else None

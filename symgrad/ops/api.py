@@ -1,0 +1,227 @@
+"""The public op functions (``sg.sin``, ``sg.reduce_sum``, ...).
+
+Each one applies an op record: on symbolic Tensors it builds a node, on eager values
+(``sg.Variable``, numpy arrays) it computes at once.
+
+>>> import symgrad as sg
+>>> x = sg.placeholder("x", shape=(3,))
+>>> y = sg.reduce_sum(sg.where(x > 0, sg.log(x), 0.0))
+>>> y.shape, y.op.name
+((), 'reduce_sum')
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ..dtypes import as_dtype, is_bool
+from ..errors import DTypeError, ShapeError
+from ..shapes import normalize_axes
+from . import elementwise as E
+from . import structural as S
+from .registry import OpDef, apply
+
+
+def _rank(x: Any) -> int:
+    shape = getattr(x, "shape", None)
+    return len(shape) if shape is not None else np.ndim(x)
+
+
+def _dtype(x: Any) -> np.dtype:
+    dt = getattr(x, "dtype", None)
+    return np.dtype(dt) if dt is not None else np.asarray(x).dtype
+
+
+def _unary(op: OpDef, doc: str):
+    def fn(x, name: Optional[str] = None):
+        return apply(op, (x,), None, name)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = doc
+    return fn
+
+
+def _binary(op: OpDef, doc: str):
+    def fn(x, y, name: Optional[str] = None):
+        return apply(op, (x, y), None, name)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = doc
+    return fn
+
+
+# --- elementwise ----------------------------------------------------------------------------
+negative = _unary(E.negative, "-x")
+add = _binary(E.add, "x + y")
+subtract = _binary(E.subtract, "x - y")
+multiply = _binary(E.multiply, "x * y")
+divide = _binary(E.divide, "x / y (true division, as numpy)")
+pow = _binary(E.pow, "x ** y; d/dy is 0 where x <= 0 (TF's guarded log)")
+arctan2 = _binary(E.arctan2, "arctan2(y, x), numpy's argument order")
+maximum = _binary(E.maximum, "Elementwise max; at ties the gradient goes to x (TF)")
+minimum = _binary(E.minimum, "Elementwise min; at ties the gradient goes to x (TF)")
+sin = _unary(E.sin, "sin(x)")
+cos = _unary(E.cos, "cos(x)")
+tan = _unary(E.tan, "tan(x)")
+arcsin = _unary(E.arcsin, "arcsin(x)")
+arccos = _unary(E.arccos, "arccos(x)")
+arctan = _unary(E.arctan, "arctan(x)")
+sinh = _unary(E.sinh, "sinh(x)")
+cosh = _unary(E.cosh, "cosh(x)")
+tanh = _unary(E.tanh, "tanh(x)")
+arcsinh = _unary(E.arcsinh, "arcsinh(x)")
+arccosh = _unary(E.arccosh, "arccosh(x)")
+arctanh = _unary(E.arctanh, "arctanh(x)")
+exp = _unary(E.exp, "exp(x)")
+expm1 = _unary(E.expm1, "exp(x) - 1, accurate near 0")
+log = _unary(E.log, "natural log")
+log1p = _unary(E.log1p, "log(1 + x), accurate near 0")
+sqrt = _unary(E.sqrt, "square root")
+square = _unary(E.square, "x * x")
+abs = _unary(E.abs, "|x|; abs'(0) = 0 (TF)")
+sign = _unary(E.sign, "sign(x); its gradient is zeros (TF)")
+sigmoid = _unary(E.sigmoid, "1 / (1 + exp(-x)), stable")
+softplus = _unary(E.softplus, "log(1 + exp(x)), stable; its derivative is sigmoid")
+relu = _unary(E.relu, "max(x, 0); relu'(0) = 0 (TF)")
+erf = _unary(E.erf, "error function")
+floor = _unary(E.floor, "floor(x); not differentiable: gradients through it are None (TF)")
+ceil = _unary(E.ceil, "ceil(x); not differentiable (TF)")
+round = _unary(E.round, "round half to even; not differentiable (TF)")
+identity = _unary(E.identity, "x, as a new node")
+stop_gradient = _unary(E.stop_gradient, "x, treated as a constant by gradients")
+less = _binary(E.less, "x < y (bool)")
+less_equal = _binary(E.less_equal, "x <= y (bool)")
+greater = _binary(E.greater, "x > y (bool)")
+greater_equal = _binary(E.greater_equal, "x >= y (bool)")
+equal = _binary(E.equal, "x == y (bool)")
+not_equal = _binary(E.not_equal, "x != y (bool)")
+logical_and = _binary(E.logical_and, "x and y (bool)")
+logical_or = _binary(E.logical_or, "x or y (bool)")
+logical_not = _unary(E.logical_not, "not x (bool)")
+zeros_like = _unary(E.zeros_like, "zeros shaped like x (not differentiable)")
+ones_like = _unary(E.ones_like, "ones shaped like x (not differentiable)")
+
+
+def where(condition, x, y, name: Optional[str] = None):
+    """x where condition else y, broadcast like numpy.
+
+    The branch that was not selected contributes exactly 0 to gradients (TF can leak
+    ``0 * inf = nan`` from it; symgrad does not).
+    """
+    if not isinstance(condition, bool) and not is_bool(_dtype(condition)):
+        raise DTypeError(f"where: condition must be bool, got {_dtype(condition).name}; "
+                         "compare first, e.g. sg.where(x > 0, a, b)")
+    return apply(E.where, (condition, x, y), None, name)
+
+
+# --- reductions -----------------------------------------------------------------------------
+def _reduction(op: OpDef, doc: str):
+    def fn(x, axis: int | Sequence[int] | None = None, keepdims: bool = False,
+           name: Optional[str] = None):
+        axes = normalize_axes(axis, _rank(x), op.name)
+        return apply(op, (x,), {"axes": axes, "keepdims": bool(keepdims)}, name)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = doc
+    return fn
+
+
+reduce_sum = _reduction(S.reduce_sum, "Sum over ``axis`` (None: all axes).")
+reduce_mean = _reduction(S.reduce_mean, "Mean over ``axis`` (None: all axes).")
+reduce_prod = _reduction(S.reduce_prod, "Product over ``axis``; exact gradient at zeros.")
+reduce_max = _reduction(S.reduce_max, "Max over ``axis``; ties share the gradient evenly.")
+reduce_min = _reduction(S.reduce_min, "Min over ``axis``; ties share the gradient evenly.")
+
+
+# --- structure --------------------------------------------------------------------------------
+def matmul(a, b, name: Optional[str] = None):
+    """Matrix product with ``np.matmul`` semantics (1-D operands, broadcast batch dims)."""
+    return apply(S.matmul, (a, b), None, name)
+
+
+def transpose(x, perm: Optional[Sequence[int]] = None, name: Optional[str] = None):
+    """Permute axes; the default reverses them."""
+    rank = _rank(x)
+    perm = tuple(reversed(range(rank))) if perm is None else tuple(int(p) % max(rank, 1) for p in perm)
+    if sorted(perm) != list(range(rank)):
+        raise ShapeError(f"transpose: perm {perm} is not a permutation of {rank} axes")
+    return apply(S.transpose, (x,), {"perm": perm}, name)
+
+
+def matrix_transpose(x, name: Optional[str] = None):
+    """Swap the last two axes."""
+    return transpose(x, S.matrix_transpose_perm(_rank(x)), name)
+
+
+def reshape(x, shape: Sequence[int], name: Optional[str] = None):
+    """Reshape; one entry may be -1."""
+    shape = (int(shape),) if isinstance(shape, int) else tuple(int(d) for d in shape)
+    return apply(S.reshape, (x,), {"shape": shape}, name)
+
+
+def cast(x, dtype: Any, name: Optional[str] = None):
+    """Convert to ``dtype``; gradients pass only between floating dtypes (TF)."""
+    return apply(S.cast, (x,), {"dtype": as_dtype(dtype, "cast")}, name)
+
+
+def expand_dims(x, axes: Sequence[int], name: Optional[str] = None):
+    """Insert length-1 axes at ``axes`` (positions in the result)."""
+    rank = _rank(x) + len(axes)
+    return apply(S.expand_dims, (x,), {"axes": tuple(sorted(a % rank for a in axes))}, name)
+
+
+def broadcast_like(x, like, name: Optional[str] = None):
+    return apply(S.broadcast_like, (x, like), None, name)
+
+
+def unbroadcast(g, like, name: Optional[str] = None):
+    return apply(S.unbroadcast, (g, like), None, name)
+
+
+def reshape_like(x, like, name: Optional[str] = None):
+    return apply(S.reshape_like, (x, like), None, name)
+
+
+def axis_size(x, axes, dtype, name: Optional[str] = None):
+    return apply(S.axis_size, (x,), {"axes": tuple(axes), "dtype": as_dtype(dtype)}, name)
+
+
+def prod_others(x, axes, name: Optional[str] = None):
+    return apply(S.prod_others, (x,), {"axes": tuple(axes)}, name)
+
+
+def getitem_grad(g, like, key, name: Optional[str] = None):
+    return apply(S.getitem_grad, (g, like), {"key": key}, name)
+
+
+def normalize_key(key: Any) -> tuple:
+    """A basic-indexing key as a tuple of ints, slices, None and Ellipsis."""
+    items = key if isinstance(key, tuple) else (key,)
+    out = []
+    for k in items:
+        if k is None or k is Ellipsis:
+            out.append(k)
+        elif isinstance(k, slice):
+            parts = (k.start, k.stop, k.step)
+            if not all(p is None or isinstance(p, (int, np.integer)) for p in parts):
+                raise TypeError(f"getitem: slice {k} must have int or None bounds")
+            if k.step == 0:
+                raise ValueError("getitem: slice step cannot be zero")
+            out.append(slice(*(None if p is None else int(p) for p in parts)))
+        elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            out.append(int(k))
+        else:
+            raise TypeError(f"getitem: only basic indexing (ints, slices, None, ...) is "
+                            f"supported, got {type(k).__name__}")
+    if sum(k is Ellipsis for k in out) > 1:
+        raise ValueError("getitem: an index can only have a single ellipsis ('...')")
+    return tuple(out)
+
+
+def getitem(x, key, name: Optional[str] = None):
+    """Basic indexing: ``x[1:]``, ``x[:, 0]``, ``P[:, None, :]``."""
+    return apply(S.getitem, (x,), {"key": normalize_key(key)}, name)
+
+
+def expr(inputs: Sequence[Any], expression, dtype: Any, name: Optional[str] = None):
+    """A node computing a sympy ``expression`` of positional symbols over ``inputs``."""
+    return apply(E.expr, tuple(inputs), {"expr": expression, "dtype": as_dtype(dtype)}, name)

@@ -1,0 +1,144 @@
+"""The op record and the single place where an op is applied to its inputs.
+
+An op record holds everything symgrad knows about one op: its shape rule, numpy
+forward, scalar sympy form (elementwise ops), hand-written reverse rule for the tape
+and for structural ops, and a test domain. Backends *print* the sympy form; they never
+re-implement an op.
+
+Three states of "no derivative": a rule; ``differentiable=False`` (TF's
+NotDifferentiable: the gradient is None); no rule at all (LookupError on the path).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable, Optional
+
+import numpy as np
+import sympy as sp
+
+from ..dtypes import as_dtype, is_bool, literal_dtype
+from ..errors import EagerMixError
+from ..graph.naming import unique_name
+from ..graph.tensor import Tensor
+from ..shapes import broadcast_shapes
+
+REGISTRY: dict = {}
+
+
+@dataclass(eq=False, frozen=True)
+class OpDef:
+    """One op. ``kind`` is 'source', 'elementwise' or 'structural'."""
+
+    name: str
+    kind: str
+    numpy: Optional[Callable] = None
+    sympy: Optional[Callable] = None
+    vjp: Optional[Callable] = None
+    infer: Optional[Callable] = None
+    differentiable: bool = True
+    grad_mask: Optional[Callable] = None
+    dtype_rule: Optional[Callable] = None
+    domain: tuple = (-2.0, 2.0)
+    public: bool = True
+    doc: str = field(default="", repr=False)
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+    __str__ = lambda self: self.name  # noqa: E731
+
+    def formula(self, symbols: tuple, attrs: dict) -> sp.Expr:
+        """The scalar sympy form of an elementwise op over ``symbols``."""
+        return self.sympy(*symbols, **attrs)
+
+
+def register(op: OpDef) -> OpDef:
+    if op.name in REGISTRY:
+        raise RuntimeError(f"op {op.name!r} is registered twice")
+    REGISTRY[op.name] = op
+    return op
+
+
+def elementwise(name: str, numpy: Callable, sympy: Callable, **kw: Any) -> OpDef:
+    return register(OpDef(name, "elementwise", numpy=numpy, sympy=sympy, **kw))
+
+
+def structural(name: str, numpy: Callable, infer: Callable, **kw: Any) -> OpDef:
+    return register(OpDef(name, "structural", numpy=numpy, infer=infer, **kw))
+
+
+# ---------------------------------------------------------------------------------------
+# Applying an op: symbolic inputs build a node; eager inputs compute at once.
+
+_eager_apply: Optional[Callable] = None
+_eager_types: tuple = ()
+
+
+def set_eager_backend(apply_fn: Callable, eager_types: tuple) -> None:
+    """Installed by the tape package: how ops run on eager values."""
+    global _eager_apply, _eager_types
+    _eager_apply, _eager_types = apply_fn, eager_types
+
+
+def is_scalar_literal(value: Any) -> bool:
+    return isinstance(value, (bool, int, float, np.number, np.bool_)) and not isinstance(value, Tensor)
+
+
+def apply(op: OpDef, inputs: tuple, attrs: Optional[dict] = None, name: Optional[str] = None):
+    """Apply ``op``: a new graph node when any input is symbolic, else an eager value."""
+    attrs = attrs or {}
+    symbolic = any(isinstance(i, Tensor) for i in inputs)
+    eager = bool(_eager_types) and any(isinstance(i, _eager_types) for i in inputs)
+    if symbolic and eager:
+        raise EagerMixError(
+            f"{op.name}: cannot mix symbolic Tensors (placeholders, constants, graph nodes) "
+            "with eager values (sg.Variable, eager tensors); build the whole computation "
+            "either as a graph or eagerly")
+    if not symbolic:
+        if _eager_apply is None:
+            raise TypeError(f"{op.name}: expected a symgrad Tensor, got "
+                            f"{', '.join(type(i).__name__ for i in inputs)}")
+        return _eager_apply(op, inputs, attrs)
+    tensors = as_tensors(op, inputs)
+    shape, dtype = infer(op, tensors, attrs)
+    return Tensor(op, tensors, attrs, shape, dtype, unique_name(op.name, name))
+
+
+def as_tensors(op: OpDef, inputs: tuple) -> tuple:
+    """Turn Python/numpy values mixed into an op into constants (literals take the
+    dtype of the tensor they meet, as numpy's weak scalars do)."""
+    from .sources import constant
+
+    partner = next((i.dtype for i in inputs if isinstance(i, Tensor) and not is_bool(i.dtype)),
+                   None)
+    out = []
+    for value in inputs:
+        if isinstance(value, Tensor):
+            out.append(value)
+        elif is_scalar_literal(value) and not isinstance(value, (np.number, np.bool_)):
+            out.append(constant(value, dtype=literal_dtype(value, partner)))
+        else:
+            out.append(constant(value))
+    return tuple(out)
+
+
+def infer(op: OpDef, tensors: tuple, attrs: dict) -> tuple:
+    """Static shape and dtype of ``op`` applied to ``tensors``."""
+    if op.kind == "structural":
+        shape, dtype = op.infer(*tensors, **attrs)
+        return tuple(shape), as_dtype(dtype)
+    names = [f"'{t.name}'" for t in tensors]
+    shape = broadcast_shapes([t.shape for t in tensors], op=op.name, names=names)
+    if op.dtype_rule is not None:
+        return shape, as_dtype(op.dtype_rule(*[t.dtype for t in tensors], **attrs))
+    return shape, probe_dtype(op, tuple(t.dtype for t in tensors))
+
+
+@lru_cache(maxsize=None)
+def probe_dtype(op: OpDef, dtypes: tuple) -> np.dtype:
+    """numpy's own answer for the result dtype: run the op on ones of those dtypes."""
+    with np.errstate(all="ignore"):
+        result = op.numpy(*[np.ones((), d) for d in dtypes])
+    return as_dtype(np.asarray(result).dtype, op.name)

@@ -1,0 +1,1 @@
+"""symgrad's test suite."""

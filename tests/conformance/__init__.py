@@ -1,0 +1,1 @@
+"""TensorFlow conformance cases (``semantics/*.json``) and the harness that runs them."""
