@@ -1,14 +1,15 @@
-"""pytest configuration shared by the test suite.
+"""Test configuration: the CUDA simulator before numba is imported, hypothesis profiles."""
 
-Registers the markers used by the conformance tests (``tests/test_conformance*.py``).
-"""
+import os
 
-from __future__ import annotations
+# numba.cuda runs on the CPU simulator unless a real GPU run asks otherwise
+# (NUMBA_ENABLE_CUDASIM=0 in the environment).
+os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
-import pytest
+from hypothesis import HealthCheck, settings  # noqa: E402
 
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Register custom markers so ``--strict-markers`` and ``-m`` work."""
-    config.addinivalue_line("markers", "compiled: runs code compiled by sg.function")
-    config.addinivalue_line("markers", "cuda: needs a GPU or NUMBA_ENABLE_CUDASIM=1")
+settings.register_profile(
+    "default", deadline=None, max_examples=25,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("thorough", deadline=None, max_examples=300)
+settings.load_profile(os.environ.get("SYMGRAD_HYPOTHESIS_PROFILE", "default"))

@@ -7,7 +7,7 @@ attributes, and a static shape (ints and None) and dtype. Nothing is computed.
 >>> x = sg.placeholder("x", shape=(None, 3))
 >>> y = sg.sin(x) * 2.0
 >>> y.shape, y.dtype.name, y.op.name
-((None, 3), 'float64', 'mul')
+((None, 3), 'float64', 'multiply')
 """
 
 from __future__ import annotations

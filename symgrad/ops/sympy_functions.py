@@ -23,12 +23,31 @@ __all__ = ["TfAbs", "TfSign", "Relu", "Sigmoid", "Softplus", "TfMax", "TfMin", "
            "TfRound", "expm1", "log1p", "TF_FUNCTIONS"]
 
 
+class _TfFunction(sp.Function):
+    """Base: numeric evaluation through the equivalent plain sympy expression."""
+
+    def standard(self) -> sp.Expr:
+        raise NotImplementedError
+
+    def _eval_evalf(self, prec):
+        if not all(a.is_number for a in self.args):
+            return None
+        return self.standard().evalf(prec_to_dps(prec))
+
+
+def prec_to_dps(prec: int) -> int:
+    return max(1, int(round((prec - 1) * 0.30103)))
+
+
 def _step(x):
     return sp.Piecewise((sp.S.One, x > 0), (sp.S.Zero, True))
 
 
-class TfSign(sp.Function):
+class TfSign(_TfFunction):
     """sign(x) with derivative 0 everywhere (TF)."""
+
+    def standard(self):
+        return sp.sign(self.args[0])
 
     @classmethod
     def eval(cls, x):
@@ -42,8 +61,11 @@ class TfSign(sp.Function):
         return r"\operatorname{sign}{\left(%s \right)}" % printer._print(self.args[0])
 
 
-class TfAbs(sp.Function):
+class TfAbs(_TfFunction):
     """|x| with derivative sign(x), so abs'(0) = 0 (TF)."""
+
+    def standard(self):
+        return sp.Abs(self.args[0])
 
     @classmethod
     def eval(cls, x):
@@ -57,8 +79,11 @@ class TfAbs(sp.Function):
         return r"\left|{%s}\right|" % printer._print(self.args[0])
 
 
-class Relu(sp.Function):
+class Relu(_TfFunction):
     """max(x, 0) with relu'(0) = 0 (TF)."""
+
+    def standard(self):
+        return sp.Max(self.args[0], 0)
 
     @classmethod
     def eval(cls, x):
@@ -72,8 +97,11 @@ class Relu(sp.Function):
         return r"\operatorname{relu}{\left(%s \right)}" % printer._print(self.args[0])
 
 
-class Sigmoid(sp.Function):
+class Sigmoid(_TfFunction):
     """1 / (1 + exp(-x)), evaluated stably by every backend."""
+
+    def standard(self):
+        return 1 / (1 + sp.exp(-self.args[0]))
 
     @classmethod
     def eval(cls, x):
@@ -87,8 +115,11 @@ class Sigmoid(sp.Function):
         return r"\sigma{\left(%s \right)}" % printer._print(self.args[0])
 
 
-class Softplus(sp.Function):
+class Softplus(_TfFunction):
     """log(1 + exp(x)); its derivative is Sigmoid (stable for large x)."""
+
+    def standard(self):
+        return sp.log(1 + sp.exp(self.args[0]))
 
     def fdiff(self, argindex=1):
         return Sigmoid(self.args[0])
@@ -97,8 +128,11 @@ class Softplus(sp.Function):
         return r"\operatorname{softplus}{\left(%s \right)}" % printer._print(self.args[0])
 
 
-class TfMax(sp.Function):
+class TfMax(_TfFunction):
     """max(x, y); at ties the whole gradient goes to x (TF)."""
+
+    def standard(self):
+        return sp.Max(*self.args)
 
     nargs = 2
 
@@ -117,8 +151,11 @@ class TfMax(sp.Function):
         return r"\max\left(%s, %s\right)" % tuple(printer._print(a) for a in self.args)
 
 
-class TfMin(sp.Function):
+class TfMin(_TfFunction):
     """min(x, y); at ties the whole gradient goes to x (TF)."""
+
+    def standard(self):
+        return sp.Min(*self.args)
 
     nargs = 2
 
@@ -137,11 +174,14 @@ class TfMin(sp.Function):
         return r"\min\left(%s, %s\right)" % tuple(printer._print(a) for a in self.args)
 
 
-class TfPow(sp.Function):
+class TfPow(_TfFunction):
     """x**y with TF's guarded log: d/dy is x**y * log(x) where x > 0, else 0.
 
     With a numeric exponent it is sympy's own power (no log is ever needed then).
     """
+
+    def standard(self):
+        return sp.Pow(*self.args)
 
     nargs = 2
 
@@ -161,8 +201,11 @@ class TfPow(sp.Function):
         return r"{\left(%s\right)}^{%s}" % (x, y)
 
 
-class TfRound(sp.Function):
+class TfRound(_TfFunction):
     """Round half to even (numpy and TF); not differentiable."""
+
+    def standard(self):
+        return sp.Integer(round(float(self.args[0])))
 
     @classmethod
     def eval(cls, x):
