@@ -56,6 +56,14 @@ def _expr_node(terms: list, expression: sp.Expr, dtype) -> Tensor:
     return F.expr([terms[k] for k in keep], expression.xreplace(mapping), dtype)
 
 
+def _times_partial(g: sp.Symbol, partial: sp.Expr) -> sp.Expr:
+    """g * partial; a selecting partial (a Piecewise of numbers, as where and maximum have)
+    selects g instead, as TF's select does, so an infinite g is never multiplied by 0."""
+    if isinstance(partial, sp.Piecewise) and all(e.is_Number for e, _ in partial.args):
+        return sp.piecewise_fold(g * partial)
+    return g * partial
+
+
 def _elementwise_contributions(node: Tensor, g: Tensor, mask: Optional[Tensor], wanted: set):
     op_masks = node.op.grad_mask(*node.inputs) if node.op.grad_mask else None
     for i, inp in enumerate(node.inputs):
@@ -72,10 +80,9 @@ def _elementwise_contributions(node: Tensor, g: Tensor, mask: Optional[Tensor], 
         lead = [g] if mask is None else [g, mask]
         shift = {input_symbol(k, dtype_kind(t.dtype)): input_symbol(k + len(lead), dtype_kind(t.dtype))
                  for k, t in enumerate(node.inputs)}
-        expression = input_symbol(0, dtype_kind(g.dtype)) * partial.xreplace(shift)
+        expression = _times_partial(input_symbol(0, dtype_kind(g.dtype)), partial.xreplace(shift))
         if mask is not None:
             expression = sp.Piecewise((expression, input_symbol(1, "b")), (sp.S.Zero, True))
-        expression = sp.piecewise_fold(expression)
         yield i, _expr_node(lead + list(node.inputs), expression, inp.dtype), out_mask
 
 

@@ -41,7 +41,7 @@ divide = elementwise("divide", np.true_divide, lambda x, y: x / y,
 def _pow_vjp(g, out, x, y):
     positive = x > 0
     safe_x = F.where(positive, x, 1.0)
-    return (g * y * F.pow(x, y - 1.0), F.where(positive, g * out * F.log(safe_x), 0.0))
+    return (g * y * F.pow(x, y - 1.0), g * out * F.where(positive, F.log(safe_x), 0.0))
 
 
 pow = elementwise("pow", np.power, tf.TfPow, vjp=_pow_vjp, domain=(0.5, 2.0))

@@ -175,7 +175,7 @@ class TfMin(_TfFunction):
 
 
 class TfPow(_TfFunction):
-    """x**y with TF's guarded log: d/dy is x**y * log(x) where x > 0, else 0.
+    """x**y with TF's guarded log: d/dy is x**y * (log(x) where x > 0, else 0).
 
     With a numeric exponent it is sympy's own power (no log is ever needed then).
     """
@@ -194,7 +194,7 @@ class TfPow(_TfFunction):
         x, y = self.args
         if argindex == 1:
             return y * TfPow(x, y - 1)
-        return sp.Piecewise((self * sp.log(x), x > 0), (sp.S.Zero, True))
+        return self * sp.Piecewise((sp.log(x), x > 0), (sp.S.Zero, True))  # TF: z * log_x
 
     def _latex(self, printer):
         x, y = (printer._print(a) for a in self.args)
