@@ -101,11 +101,21 @@ def _aggregate(entries: list, like: Tensor) -> tuple:
     tensors = [t for t, _ in entries]
     masks = {id(m): m for _, m in entries}
     mask = entries[0][1] if len(masks) == 1 else None
-    if len(tensors) == 1:
-        return tensors[0], mask
     kind = dtype_kind(like.dtype)
+    while len(tensors) > 1:  # sums of at most SUM_FAN_IN terms, as a tree: no giant nodes
+        tensors = [_sum_node(tensors[k:k + SUM_FAN_IN], kind)
+                   for k in range(0, len(tensors), SUM_FAN_IN)]
+    return tensors[0], mask
+
+
+SUM_FAN_IN = 16
+
+
+def _sum_node(tensors: list, kind: str) -> Tensor:
+    if len(tensors) == 1:
+        return tensors[0]
     total = sp.Add(*[input_symbol(k, kind) for k in range(len(tensors))])
-    return F.expr(tensors, total, tensors[0].dtype), mask
+    return F.expr(tensors, total, tensors[0].dtype)
 
 
 def reverse_sweep(ys: list, seeds: list, xs: list, stop: set) -> list:
