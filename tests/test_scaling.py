@@ -30,7 +30,9 @@ def test_gradient_graph_grows_linearly_with_depth():
     n100, _ = gradient_size(100)
     n200, _ = gradient_size(200)
     n400, _ = gradient_size(400)
-    assert n400 - n200 == 2 * (n200 - n100)
+    # exactly linear up to the few nodes of the tree that sums the contributions into y
+    assert abs((n400 - n200) - 2 * (n200 - n100)) <= 10
+    assert n400 < 4.1 * n100
 
 
 def test_a_thousand_level_chain_is_differentiated_quickly():
