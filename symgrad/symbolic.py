@@ -12,7 +12,6 @@ x*cos(x) + sin(x)
 
 from __future__ import annotations
 
-import numpy as np
 import sympy as sp
 
 from .graph.tensor import Tensor

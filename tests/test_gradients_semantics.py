@@ -235,3 +235,9 @@ def test_to_sympy_and_latex_of_a_derivative():
     xs = sp.Symbol("x", real=True)
     assert sp.simplify(sg.to_sympy(g) - (xs * sp.cos(xs) + sp.sin(xs))) == 0
     assert "\\cos" in sg.latex(g)
+
+
+def test_duplicate_placeholder_names_are_an_error_in_gradients():
+    a, b = sg.placeholder("w"), sg.placeholder("w")
+    with pytest.raises(ValueError, match="named 'w'"):
+        sg.gradients(a * b, a)

@@ -12,14 +12,14 @@
 from __future__ import annotations
 
 import enum
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import numpy as np
 
-from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError, UnconnectedGradientError
 from ..graph.naming import name_scope
 from ..graph.tensor import Tensor, describe
+from ..graph.traversal import placeholders_of, topological_order
 from ..ops import api as F
 from ..ops.sources import constant
 from ..shapes import format_shape, shapes_compatible
@@ -73,7 +73,7 @@ def _seed(y: Tensor, k: int, grad_y: Any) -> Tensor:
         except (TypeError, ValueError) as exc:
             raise TypeError(f"sg.gradients: grad_ys[{k}] cannot be converted to "
                             f"{y.dtype.name}: {exc}") from exc
-    if seed.dtype != y.dtype or not (is_floating(y.dtype) or seed.dtype == y.dtype):
+    if seed.dtype != y.dtype:
         raise DTypeError(f"sg.gradients: grad_ys[{k}] has dtype {seed.dtype.name} but ys[{k}] "
                          f"{describe(y)} has dtype {y.dtype.name}; pass an array of "
                          f"{y.dtype.name}")
@@ -109,6 +109,7 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: Optional[str] = "grad
                          f"{len(ys)}; pass one entry (or None) per y")
     stops = [] if stop_gradients is None else _as_list(stop_gradients)
     _check_tensors(stops, "stop_gradients")
+    placeholders_of(topological_order(ys + xs))  # raises on two placeholders with one name
     with name_scope(name):
         seeds = [_seed(y, k, g) for k, (y, g) in enumerate(zip(ys, grad_list))]
         results = reverse_sweep(ys, seeds, xs, {id(s) for s in stops})
