@@ -13,6 +13,7 @@ exactly 0 even where its partial is infinite.
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import lru_cache
 from typing import Optional
 
 import sympy as sp
@@ -45,17 +46,6 @@ def _fit(contribution: Tensor, target: Tensor) -> tuple:
     return contribution, changed
 
 
-def _expr_node(terms: list, expression: sp.Expr, dtype) -> Tensor:
-    """An ``expr`` node over ``terms`` (symbols ``_0..``), dropping unused terms except the
-    first (which fixes the shape)."""
-    kinds = [dtype_kind(t.dtype) for t in terms]
-    used = expression.free_symbols
-    keep = [k for k, t in enumerate(terms)
-            if k == 0 or input_symbol(k, kinds[k]) in used]
-    mapping = {input_symbol(k, kinds[k]): input_symbol(j, kinds[k]) for j, k in enumerate(keep)}
-    return F.expr([terms[k] for k in keep], expression.xreplace(mapping), dtype)
-
-
 def _times_partial(g: sp.Symbol, partial: sp.Expr) -> sp.Expr:
     """g * partial; a selecting partial (a Piecewise of numbers, as where and maximum have)
     selects g instead, as TF's select does, so an infinite g is never multiplied by 0."""
@@ -64,8 +54,28 @@ def _times_partial(g: sp.Symbol, partial: sp.Expr) -> sp.Expr:
     return g * partial
 
 
+@lru_cache(maxsize=8192)
+def _contribution_form(partial: sp.Expr, g_kind: str, masked: bool, kinds: tuple) -> tuple:
+    """The expression of ``g * partial`` (masked: only where the mask holds) over the terms
+    ``g, [mask], node inputs...``, and which of those terms it uses (g always: its shape
+    is the contribution's shape). Cached: a graph repeats the same few forms."""
+    lead = 2 if masked else 1
+    shift = {input_symbol(k, kind): input_symbol(k + lead, kind) for k, kind in enumerate(kinds)}
+    expression = _times_partial(input_symbol(0, g_kind), partial.xreplace(shift))
+    if masked:
+        expression = sp.Piecewise((expression, input_symbol(1, "b")), (sp.S.Zero, True))
+    all_kinds = (g_kind, "b")[:lead] + kinds
+    used = expression.free_symbols
+    keep = tuple(k for k, kind in enumerate(all_kinds)
+                 if k == 0 or input_symbol(k, kind) in used)
+    renumber = {input_symbol(k, all_kinds[k]): input_symbol(j, all_kinds[k])
+                for j, k in enumerate(keep)}
+    return expression.xreplace(renumber), keep
+
+
 def _elementwise_contributions(node: Tensor, g: Tensor, mask: Optional[Tensor], wanted: set):
     op_masks = node.op.grad_mask(*node.inputs) if node.op.grad_mask else None
+    kinds = tuple(dtype_kind(t.dtype) for t in node.inputs)
     for i, inp in enumerate(node.inputs):
         if not is_floating(inp.dtype) or id(inp) not in wanted:
             continue
@@ -76,14 +86,10 @@ def _elementwise_contributions(node: Tensor, g: Tensor, mask: Optional[Tensor], 
         if partial == 1 and mask is None:
             yield i, g, out_mask
             continue
-        # terms: g, [mask], node inputs; the partial's symbols are shifted past them.
-        lead = [g] if mask is None else [g, mask]
-        shift = {input_symbol(k, dtype_kind(t.dtype)): input_symbol(k + len(lead), dtype_kind(t.dtype))
-                 for k, t in enumerate(node.inputs)}
-        expression = _times_partial(input_symbol(0, dtype_kind(g.dtype)), partial.xreplace(shift))
-        if mask is not None:
-            expression = sp.Piecewise((expression, input_symbol(1, "b")), (sp.S.Zero, True))
-        yield i, _expr_node(lead + list(node.inputs), expression, inp.dtype), out_mask
+        expression, keep = _contribution_form(partial, dtype_kind(g.dtype), mask is not None,
+                                              kinds)
+        terms = ([g] if mask is None else [g, mask]) + list(node.inputs)
+        yield i, F.expr([terms[k] for k in keep], expression, inp.dtype), out_mask
 
 
 def _structural_contributions(node: Tensor, g: Tensor):
