@@ -23,6 +23,7 @@ from .ops.api import (abs, add, arccos, arccosh, arcsin, arcsinh, arctan, arctan
                       where)
 from .ops.sources import constant, placeholder
 from .symbolic import latex, to_sympy
+from .tape import EagerTensor, GradientTape, Variable, get_gradient
 
 __version__ = "0.1.0"
 

@@ -91,8 +91,10 @@ erf = unary("erf", NUMPY_FUNCTIONS["erf"], sp.erf,
 # --- kinks (TF's conventions) -------------------------------------------------------------
 abs = unary("abs", np.abs, tf.TfAbs, lambda g, out, x: (g * F.sign(x),))
 sign = unary("sign", np.sign, tf.TfSign, lambda g, out, x: (F.zeros_like(x),))
+# sign(relu(x)) is 0 wherever it is selected, but keeps the result connected to x, as
+# TF's ReluGrad(g, x) is: relu'' is zeros, not None (the symbolic partial uses x too).
 relu = unary("relu", NUMPY_FUNCTIONS["Relu"], tf.Relu,
-             lambda g, out, x: (F.where(x > 0, g, 0.0),))
+             lambda g, out, x: (F.where(x > 0, g, F.sign(F.relu(x))),))
 floor = unary("floor", np.floor, sp.floor, differentiable=False)
 ceil = unary("ceil", np.ceil, sp.ceiling, differentiable=False)
 round = unary("round", np.round, tf.TfRound, differentiable=False)

@@ -1,0 +1,67 @@
+"""Which tapes are recording right now (per thread), and the pause switch.
+
+Kept apart from ``eager`` and ``tape`` so both can use it without an import cycle.
+
+>>> recording_tapes()
+[]
+>>> with pause_recording():
+...     is_paused()
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Iterator
+
+_local = threading.local()
+
+
+def _stack() -> list:
+    if not hasattr(_local, "tapes"):
+        _local.tapes = []
+        _local.paused = 0
+    return _local.tapes
+
+
+def push(tape: Any) -> None:
+    """Make ``tape`` active (innermost)."""
+    _stack().append(tape)
+
+
+def remove(tape: Any) -> None:
+    """Make ``tape`` inactive (it need not be the innermost one)."""
+    stack = _stack()
+    for k in range(len(stack) - 1, -1, -1):
+        if stack[k] is tape:
+            del stack[k]
+            return
+
+
+def is_active(tape: Any) -> bool:
+    return any(t is tape for t in _stack())
+
+
+def is_paused() -> bool:
+    _stack()
+    return _local.paused > 0
+
+
+def recording_tapes() -> list:
+    """The active tapes that record now, outermost first (none while paused)."""
+    stack = _stack()
+    if _local.paused:
+        return []
+    return [t for t in stack if t._recording]
+
+
+@contextlib.contextmanager
+def pause_recording() -> Iterator[None]:
+    """No tape records anything inside (used for non-differentiable results)."""
+    _stack()
+    _local.paused += 1
+    try:
+        yield
+    finally:
+        _local.paused -= 1
