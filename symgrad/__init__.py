@@ -24,6 +24,7 @@ from .ops.api import (abs, add, arccos, arccosh, arcsin, arcsinh, arctan, arctan
 from .ops.sources import constant, placeholder
 from .symbolic import latex, to_sympy
 from .tape import EagerTensor, GradientTape, Variable, get_gradient
+from . import testing  # noqa: E402  (sg.testing.check_gradients, check_vjp)
 
 __version__ = "0.1.0"
 
