@@ -8,6 +8,7 @@
 array([0.    , 1.3818, 0.077 ])
 """
 
+from .compile import function
 from .differentiate import UnconnectedGradients, gradients
 from .errors import (CompileError, DTypeError, FeedError, GraphError, NoGradientError,
                      ShapeError, SymgradError, TapeError, UnconnectedGradientError)
@@ -29,7 +30,7 @@ from . import testing  # noqa: E402  (sg.testing.check_gradients, check_vjp)
 __version__ = "0.1.0"
 
 __all__ = [
-    "UnconnectedGradients", "gradients", "evaluate", "Tensor", "constant", "placeholder",
+    "UnconnectedGradients", "gradients", "evaluate", "function", "Tensor", "constant", "placeholder",
     "latex", "to_sympy", "CompileError", "DTypeError", "FeedError", "GraphError",
     "NoGradientError", "ShapeError", "SymgradError", "TapeError", "UnconnectedGradientError",
     "abs", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh",

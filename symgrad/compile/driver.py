@@ -1,0 +1,326 @@
+"""The generated module: header, kernels (body + loop templates) and ``run``, the Python
+driver that checks the arguments and runs the plan's steps in order.
+
+The driver is generated code too, so a call does no interpretation: each step is one
+line (a kernel launch, a numpy view, a BLAS matmul, or a call of the reference forward).
+Names the driver uses but cannot print (constants, fallback steps, argument checks) are
+bound into the module after import by ``function.bind_runtime``.
+"""
+
+from __future__ import annotations
+
+from ..shapes import format_shape, is_fully_known
+from .lower import LoweredKernel
+from .regions import Kernel, Plan, Step
+from .templates import loop_source, split_body_source
+
+PARALLEL_THRESHOLD = 1 << 15   # below this many elements a parallel kernel runs serially
+
+_VIEW_OPS = ("getitem", "transpose", "expand_dims", "reshape", "reshape_like",
+             "broadcast_like")
+
+
+def _tuple(items) -> str:
+    items = list(items)
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def _shape_expr(shape: tuple, sh: str) -> str:
+    return _tuple(str(d) if d is not None else f"{sh}[{j}]" for j, d in enumerate(shape))
+
+
+def _acc_dtype(out) -> str:
+    return "np.float64" if out.source.dtype.kind == "f" else "np.int64"
+
+
+class ModuleWriter:
+    """Writes the source of one compiled function's module from its plan."""
+
+    def __init__(self, plan: Plan, lowered: list, target: str, key: str):
+        self.plan, self.lowered, self.target, self.key = plan, lowered, target, key
+        self.parallel = target == "parallel"
+        self.lines: list = []
+
+    # --- the whole module ---------------------------------------------------------------
+    def source(self) -> str:
+        g = self.plan.graph
+        ins = ", ".join(f"{p.name} {p.dtype.name} {format_shape(p.shape)}" for p in g.placeholders)
+        outs = ", ".join("None" if o is None else f"{o.name}" for o in self.plan.outputs)
+        head = [f"# symgrad generated · key {self.key[:16]} · target {self.target}",
+                f"# inputs: {ins or '-'}   outputs: {outs or '-'}",
+                "import math", "", "import numba", "import numpy as np", "",
+                "from symgrad.compile.support import (max_, min_, relu_, round_, sigmoid_, "
+                "sign_,", "                                     softplus_)", "",
+                f"FASTMATH = {_fastmath()}", "f32 = np.float32", "ndarray = np.ndarray", ""]
+        parts = ["\n".join(head)]
+        for lk in self.lowered:
+            parts.append(self.kernel_source(lk))
+        parts.append(self.driver())
+        return "\n\n\n".join(parts) + "\n"
+
+    def kernel_source(self, lk: LoweredKernel) -> str:
+        k = lk.kernel
+        names = ", ".join(sorted({n.op.name for n in k.nodes}))
+        outs = ", ".join(f"'{o.node.name}'" + (f" (sum over {o.axes})" if o.is_reduction else "")
+                         for o in k.outputs)
+        comment = (f"# kernel {k.index}: {len(k.nodes)} nodes ({names}) over shape "
+                   f"{format_shape(k.shape)} -> {outs}")
+        point = f"_k{k.index}_point"
+        parts = [comment + "\n" + split_body_source(lk, point)]
+        if k.rank:
+            parts.append(loop_source(lk, f"_k{k.index}_cpu", point, False)[0])
+            if self.parallel:
+                parts.append(loop_source(lk, f"_k{k.index}_parallel", point, True)[0])
+        else:
+            parts.append(loop_source(lk, f"_k{k.index}_cpu", point, False)[0])
+        return "\n\n\n".join(parts)
+
+    # --- the driver ---------------------------------------------------------------------
+    def emit(self, line: str, depth: int = 1) -> None:
+        self.lines.append("    " * depth + line)
+
+    def driver(self) -> str:
+        g = self.plan.graph
+        n = len(g.placeholders)
+        self.lines = ["def run(*args):"]
+        self.emit(f"if len(args) != {n}:")
+        self.emit("arity_(args)", 2)
+        if n:
+            self.emit(f"{', '.join(f'v{p.index}' for p in g.placeholders)}{',' if n == 1 else ''}"
+                      " = args")
+        self.fast_path()
+        for k, p in enumerate(g.placeholders):
+            v = f"v{p.index}"
+            if is_fully_known(p.shape):
+                self.emit(f"if type({v}) is not ndarray or {v}.dtype is not D{k} or "
+                          f"{v}.shape != {_tuple(map(str, p.shape))}:")
+                self.emit(f"{v} = check_({k}, {v})", 2)
+            else:
+                self.emit(f"{v} = check_({k}, {v})")
+        early = [u for u in self.plan.units if isinstance(u, Kernel) and
+                 not is_fully_known(u.shape) and
+                 all(i.op.name == "placeholder" or i.is_const for i in u.inputs)]
+        for k in early:
+            self.emit(self.shape_line(k))
+        for unit in self.plan.units:
+            if isinstance(unit, Kernel):
+                self.kernel_call(unit, unit not in early)
+            else:
+                self.step(unit)
+        self.emit(f"return {self.returned()}")
+        return "\n".join(self.lines)
+
+    def returned(self) -> str:
+        seen: set = set()
+        fresh = self.fresh_values()
+        items = []
+        for o in self.plan.outputs:
+            if o is None:
+                items.append("None")
+                continue
+            v = self.value_of(o)
+            if o.index in fresh and o.index not in seen:
+                items.append(v)
+            else:
+                items.append(f"np.array({v}, copy=True)")
+            seen.add(o.index)
+        if self.single:
+            return items[0]
+        return "[" + ", ".join(items) + "]"
+
+    single = False
+
+    def fresh_values(self) -> set:
+        fresh = set()
+        for unit in self.plan.units:
+            if isinstance(unit, Kernel):
+                fresh |= {o.node.index for o in unit.outputs}
+            elif unit.node.op.name not in _VIEW_OPS:
+                fresh.add(unit.node.index)
+        return fresh
+
+    def shape_line(self, k: Kernel) -> str:
+        shapes = ", ".join(f"{self.value_of(i)}.shape" for i in k.inputs)
+        return f"sh{k.index} = bshape_({k.index}, {shapes})"
+
+    def value_of(self, node) -> str:
+        return f"C{node.index}" if node.is_const else f"v{node.index}"
+
+    def kernel_call(self, k: Kernel, need_shape: bool) -> None:
+        i = k.index
+        self.emit(f"# kernel {i}")
+        if is_fully_known(k.shape):
+            self.emit(f"sh{i} = {_tuple(map(str, k.shape))}")
+        elif need_shape:
+            self.emit(self.shape_line(k))
+        sh = f"sh{i}"
+        lk = self.lowered[i]
+        _, _, ins, outs_serial = loop_source(lk, "x", "p", False)
+        args = []
+        for j, (node, acc) in enumerate(zip(k.inputs, ins)):
+            v = self.value_of(node)
+            if acc.broadcast:
+                b = f"b{i}_{j}"
+                self.emit(f"{b} = {v} if {v}.shape == {sh} else np.broadcast_to({v}, {sh})")
+                v = b
+            args.append(v)
+        dims = [f"{sh}[{j}]" for j in range(k.rank)]
+        size = " * ".join(dims) if dims else "1"
+        if not self.parallel or not k.rank:
+            self.launch(k, outs_serial, dims, args, False, 1)
+        else:
+            _, _, _, outs_par = loop_source(lk, "x", "p", True)
+            static = is_fully_known(k.shape)
+            if static:
+                total = 1
+                for d in k.shape:
+                    total *= d
+                self.launch(k, outs_par if total >= PARALLEL_THRESHOLD else outs_serial, dims,
+                            args, total >= PARALLEL_THRESHOLD, 1)
+            else:
+                self.emit(f"if {size} >= {PARALLEL_THRESHOLD}:")
+                self.launch(k, outs_par, dims, args, True, 2)
+                self.emit("else:")
+                self.launch(k, outs_serial, dims, args, False, 2)
+        self.finish_outputs(k)
+
+    def launch(self, k: Kernel, outs: list, dims: list, args: list, parallel: bool,
+               depth: int) -> None:
+        i, sh = k.index, f"sh{k.index}"
+        if parallel:
+            self.emit(f"nc = min(NTHREADS, {sh}[0])", depth)
+        names = []
+        for j, acc in enumerate(outs):
+            o = acc.out
+            name = f"o{i}_{j}"
+            names.append(name)
+            if acc.mode == "store":
+                dtype = f"np.{o.node.dtype.name}" if not o.is_reduction else f"np.{o.node.dtype.name}"
+                self.emit(f"{name} = np.empty({sh}, {dtype})", depth)
+                continue
+            keep = _tuple(("1" if a in o.axes else f"{sh}[{a}]") for a in range(k.rank))
+            if acc.chunked:
+                keep = f"(nc,) + {keep}"
+            alloc = "np.empty" if acc.mode == "suffix" else "np.zeros"
+            self.emit(f"{name} = {alloc}({keep}, {_acc_dtype(o)})", depth)
+        fn = f"_k{i}_parallel" if parallel else f"_k{i}_cpu"
+        lead = ["nc"] if parallel else []
+        self.emit(f"{fn}({', '.join(lead + dims + args + names)})", depth)
+        for j, acc in enumerate(outs):
+            if acc.chunked:
+                self.emit(f"{names[j]} = {names[j]}.sum(0)", depth)
+
+    def finish_outputs(self, k: Kernel) -> None:
+        i, sh = k.index, f"sh{k.index}"
+        for j, o in enumerate(k.outputs):
+            name = f"o{i}_{j}"
+            v = f"v{o.node.index}"
+            if not o.is_reduction:
+                self.emit(f"{v} = {name}")
+                continue
+            expr = name
+            if o.mean:
+                count = " * ".join(f"{sh}[{a}]" for a in o.axes) or "1"
+                expr = f"{expr} / ({count})"
+            if o.node.dtype.kind != ("f" if o.source.dtype.kind == "f" else "i") or \
+                    o.node.dtype.itemsize != 8:
+                expr = f"({expr}).astype(np.{o.node.dtype.name})"
+            shape = self.reduced_shape(k, o)
+            self.emit(f"{v} = {expr}.reshape({shape})")
+
+    def reduced_shape(self, k: Kernel, o) -> str:
+        sh = f"sh{k.index}"
+        node = o.node
+        if node.op.name == "unbroadcast":
+            lead = k.rank - len(node.shape)
+            return _tuple(("1" if a in o.axes else f"{sh}[{a}]") for a in range(lead, k.rank))
+        if node.attrs.get("keepdims"):
+            return _tuple(("1" if a in o.axes else f"{sh}[{a}]") for a in range(k.rank))
+        return _tuple(f"{sh}[{a}]" for a in range(k.rank) if a not in o.axes)
+
+    def step(self, step: Step) -> None:
+        node = step.node
+        v = f"v{node.index}"
+        ins = [self.value_of(i) for i in node.inputs]
+        name, attrs = node.op.name, node.attrs
+        comment = f"  # {node.op.name} '{node.name}'"
+        if name == "getitem":
+            line = f"{v} = {ins[0]}[{_key(attrs['key'])}]"
+        elif name == "transpose":
+            line = f"{v} = {ins[0]}.transpose({attrs['perm']})"
+        elif name == "expand_dims":
+            line = f"{v} = np.expand_dims({ins[0]}, {attrs['axes']})"
+        elif name == "reshape":
+            line = f"{v} = {ins[0]}.reshape({attrs['shape']})"
+        elif name == "reshape_like":
+            line = f"{v} = {ins[0]}.reshape({ins[1]}.shape)"
+        elif name == "broadcast_like":
+            line = f"{v} = np.broadcast_to({ins[0]}, {ins[1]}.shape)"
+        elif name == "matmul" and all(i.dtype == node.dtype for i in node.inputs):
+            line = f"{v} = np.matmul({ins[0]}, {ins[1]})"
+        elif name == "cast":
+            line = f"{v} = np.asarray({ins[0]}).astype(np.{node.dtype.name})"
+        else:
+            line = f"{v} = S{node.index}({', '.join(ins)})"
+        self.emit(line + comment)
+
+    def fast_path(self) -> None:
+        """All-scalar float64 functions: call the scalar bodies on Python floats directly."""
+        g = self.plan.graph
+        if not g.placeholders or any(p.shape != () or p.dtype.name != "float64"
+                                     for p in g.placeholders):
+            return
+        if any(not isinstance(u, Kernel) or u.rank for u in self.plan.units):
+            return
+        cond = " and ".join(f"type(v{p.index}) is float" for p in g.placeholders)
+        self.emit(f"if {cond}:")
+        scalars: dict = {}
+        for k in self.plan.kernels:
+            lk = self.lowered[k.index]
+            args = [f"v{i.index}" if i.op.name == "placeholder" else f"e{i.index}"
+                    for i in k.inputs]
+            if any(i.op.name != "placeholder" and i.index not in scalars for i in k.inputs):
+                self.lines.pop()
+                return
+            names = [f"e{s.index}" for s in lk.sources]
+            self.emit(f"{', '.join(names)}{',' if len(names) == 1 else ''} = "
+                      f"_k{k.index}_point({', '.join(args)})", 2)
+            for s in lk.sources:
+                scalars[s.index] = s
+            for o in k.outputs:
+                if o.mean or o.node.index != o.source.index:
+                    self.emit(f"e{o.node.index} = e{o.source.index}", 2)
+                scalars[o.node.index] = o.node
+        items = []
+        for o in self.plan.outputs:
+            if o is None:
+                items.append("None")
+            elif o.index in scalars:
+                items.append(f"np.array(e{o.index}, np.{o.dtype.name})")
+            elif o.op.name == "placeholder":
+                items.append(f"np.array(v{o.index}, np.{o.dtype.name})")
+            else:
+                items.append(f"np.array(C{o.index}, copy=True)")
+        self.emit("return " + (items[0] if self.single else "[" + ", ".join(items) + "]"), 2)
+
+
+def _key(key: tuple) -> str:
+    parts = []
+    for k in key:
+        if k is None:
+            parts.append("None")
+        elif k is Ellipsis:
+            parts.append("...")
+        elif isinstance(k, slice):
+            parts.append(":".join("" if p is None else str(p) for p in (k.start, k.stop))
+                         + ("" if k.step is None else f":{k.step}"))
+        else:
+            parts.append(str(k))
+    if not parts:
+        return "()"
+    return ", ".join(parts)
+
+
+def _fastmath() -> str:
+    from .templates import FASTMATH
+    return FASTMATH

@@ -1,0 +1,241 @@
+"""Constant folding and identities: the graph a compiled function is planned from.
+
+``fold_graph`` copies the graph of the outputs into light ``LNode`` records while it
+
+* removes identities (``identity``, ``stop_gradient``, a ``cast`` to the same dtype, a
+  reshape to the same fully known shape),
+* computes every node whose inputs are all constants (with the reference interpreter,
+  so the folded value is exactly what ``sg.evaluate`` computes),
+* turns ``ones_like``/``zeros_like``/``axis_size`` of fully known shapes into constants,
+* merges structurally identical nodes (gradient graphs repeat themselves).
+
+A constant whose elements are all equal is *uniform*: lowering inlines it as a number.
+
+>>> import symgrad as sg
+>>> x = sg.placeholder("x", shape=(3,))
+>>> g = fold_graph([sg.identity(x * (sg.constant(2.0) + 1.0))])
+>>> [n.op.name for n in g.order], g.outputs[0].inputs[1].uniform
+(['placeholder', 'constant', 'multiply'], 3.0)
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Optional
+
+import numpy as np
+
+from ..evaluate import run_node
+from ..graph.traversal import placeholders_of, topological_order
+from ..shapes import is_fully_known
+
+FOLD_LIMIT = 1 << 20  # constants larger than this many elements are not folded
+
+
+class LNode:
+    """One node of the folded graph; ``tensor`` is the original node it stands for."""
+
+    __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "name", "value", "uniform",
+                 "index", "tensor")
+
+    def __init__(self, tensor, op, inputs, attrs, value=None):
+        self.tensor = tensor
+        self.op = op
+        self.inputs = tuple(inputs)
+        self.attrs = attrs
+        self.shape = tensor.shape if value is None else value.shape
+        self.dtype = tensor.dtype
+        self.name = tensor.name
+        self.value = value
+        self.uniform = _uniform(value) if value is not None else None
+        self.index = -1
+
+    @property
+    def kind(self) -> str:
+        return self.op.kind
+
+    @property
+    def is_const(self) -> bool:
+        return self.value is not None
+
+    def __repr__(self) -> str:
+        return f"<LNode {self.index} {self.op.name} '{self.name}' {self.shape}>"
+
+
+def _uniform(value: np.ndarray):
+    """The common value of an array whose elements are all equal (a Python scalar)."""
+    if value.size == 0:
+        return None
+    first = value.flat[0]
+    if value.ndim == 0 or all(s == 0 for s in value.strides):
+        return first.item()
+    if value.size > FOLD_LIMIT or not np.all(value == first):
+        return None
+    return first.item()
+
+
+class FoldedGraph:
+    """Topological ``order`` of LNodes, the ``outputs`` (None kept) and ``placeholders``."""
+
+    def __init__(self, order: list, outputs: list, placeholders: list):
+        self.order = order
+        self.outputs = outputs
+        self.placeholders = placeholders
+        for k, node in enumerate(order):
+            node.index = k
+        self.consumers = {id(n): [] for n in order}
+        for node in order:
+            for i in node.inputs:
+                self.consumers[id(i)].append(node)
+
+    def canonical(self) -> str:
+        """A text that identifies the graph: the hash of the compiled module's key."""
+        lines = []
+        for node in self.order:
+            if node.is_const:
+                digest = hashlib.sha256(np.ascontiguousarray(node.value).tobytes()).hexdigest()
+                attrs = f"{node.value.dtype.str}{node.value.shape}{digest[:24]}"
+            else:
+                attrs = _attrs_text(node.attrs)
+            lines.append(f"{node.op.name}|{[i.index for i in node.inputs]}|{node.shape}|"
+                         f"{node.dtype.str}|{node.name if node.op.name == 'placeholder' else ''}"
+                         f"|{attrs}")
+        lines.append(f"out {[None if o is None else o.index for o in self.outputs]}")
+        return "\n".join(lines)
+
+
+def _attrs_text(attrs: dict) -> str:
+    parts = []
+    for key in sorted(attrs):
+        value = attrs[key]
+        if key == "expr":
+            import sympy as sp
+            value = sp.srepr(value)
+        parts.append(f"{key}={value!r}" if key != "expr" else f"{key}={value}")
+    return ",".join(parts)
+
+
+_IDENTITY_OPS = ("identity", "stop_gradient")
+
+
+def _alias(tensor, inputs: list) -> Optional[LNode]:
+    """The input a node is an identity of, if it is one."""
+    name = tensor.op.name
+    if name in _IDENTITY_OPS:
+        return inputs[0]
+    if name == "cast" and tensor.dtype == inputs[0].dtype:
+        return inputs[0]
+    if name in ("reshape", "reshape_like", "broadcast_like") and \
+            is_fully_known(tensor.shape) and inputs[0].shape == tensor.shape:
+        return inputs[0]
+    if name == "expand_dims" and not tensor.attrs["axes"]:
+        return inputs[0]
+    return None
+
+
+def _fold_value(tensor, inputs: list) -> Optional[np.ndarray]:
+    """The constant value of a node, when it can be known before any call."""
+    name = tensor.op.name
+    if name in ("ones_like", "zeros_like") and is_fully_known(tensor.shape):
+        fill = np.array(1 if name == "ones_like" else 0, dtype=tensor.dtype)
+        return np.broadcast_to(fill, tensor.shape)
+    if name == "axis_size" and is_fully_known(inputs[0].shape):
+        return run_node(tensor, [np.broadcast_to(np.zeros((), inputs[0].dtype), inputs[0].shape)])
+    if name == "broadcast_like" and inputs[0].is_const and inputs[0].uniform is not None \
+            and is_fully_known(tensor.shape):
+        return np.broadcast_to(np.asarray(inputs[0].uniform, tensor.dtype), tensor.shape)
+    if not inputs or not all(i.is_const for i in inputs):
+        return None
+    if any(i.value.size > FOLD_LIMIT for i in inputs) or name == "matmul" and \
+            any(i.value.size > 4096 for i in inputs):
+        return None
+    try:
+        value = run_node(tensor, [i.value for i in inputs])
+    except Exception:  # noqa: BLE001 - a failing fold is left for run time to report
+        return None
+    return value if value.size <= FOLD_LIMIT else None
+
+
+def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGraph:
+    """The folded copy of the graph of ``outputs`` (None entries are kept)."""
+    order = topological_order([o for o in outputs if o is not None])
+    if placeholders is None:
+        placeholders = placeholders_of(order)
+    made: dict = {}
+    seen: dict = {}
+    for p in placeholders:
+        made[id(p)] = LNode(p, p.op, (), {})
+    for tensor in order:
+        if id(tensor) in made:
+            continue
+        if tensor.op.name == "constant":
+            made[id(tensor)] = _intern(seen, LNode(tensor, tensor.op, (), {},
+                                                   value=tensor.attrs["value"]))
+            continue
+        if tensor.op.name == "placeholder":
+            made[id(tensor)] = LNode(tensor, tensor.op, (), {})
+            continue
+        inputs = [made[id(i)] for i in tensor.inputs]
+        if tensor.op.kind == "elementwise":
+            inputs = [_bypass_broadcast(i) for i in inputs]
+        alias = _alias(tensor, inputs)
+        if alias is not None:
+            made[id(tensor)] = alias
+            continue
+        value = _fold_value(tensor, inputs)
+        if value is not None:
+            from ..ops.sources import CONSTANT
+            node = LNode(tensor, CONSTANT, (), {}, value=np.asarray(value, tensor.dtype))
+        else:
+            node = LNode(tensor, tensor.op, inputs, dict(tensor.attrs))
+        made[id(tensor)] = _intern(seen, node)
+    new_outputs = [None if o is None else made[id(o)] for o in outputs]
+    roots = [made[id(p)] for p in placeholders] + [o for o in new_outputs if o is not None]
+    return FoldedGraph(_order(roots), new_outputs, [made[id(p)] for p in placeholders])
+
+
+def _bypass_broadcast(node: LNode) -> LNode:
+    """An elementwise op broadcasts by itself: it can read x instead of
+    ``broadcast_like(x, like)`` (which also frees it from depending on ``like``)."""
+    while node.op.name == "broadcast_like" and is_fully_known(node.shape) and \
+            is_fully_known(node.inputs[0].shape):
+        node = node.inputs[0]
+    return node
+
+
+def _intern(seen: dict, node: LNode) -> LNode:
+    """One node per (op, inputs, attrs): later duplicates are replaced by the first."""
+    if node.is_const:
+        if node.value.size > 16:
+            return node
+        key = ("const", node.value.dtype.str, node.value.shape, node.value.tobytes())
+    else:
+        key = (node.op.name, tuple(id(i) for i in node.inputs), node.dtype.str, node.shape,
+               _attrs_key(node.attrs))
+    return seen.setdefault(key, node)
+
+
+def _attrs_key(attrs: dict):
+    return tuple((k, attrs[k] if k == "expr" else repr(attrs[k])) for k in sorted(attrs))
+
+
+def _order(roots: list) -> list:
+    """Topological order of LNodes (iterative, inputs first)."""
+    out, seen = [], set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        stack = [(root, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                out.append(node)
+                continue
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.append((node, True))
+            for i in reversed(node.inputs):
+                if id(i) not in seen:
+                    stack.append((i, False))
+    return out

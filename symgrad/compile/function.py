@@ -1,0 +1,211 @@
+"""``sg.function``: compile a graph to a callable that runs fused numba kernels.
+
+>>> import numpy as np, symgrad as sg
+>>> x = sg.placeholder("x", shape=(3,))
+>>> y = sg.reduce_sum(sg.sin(x) * x)
+>>> f = sg.function([x], [y, sg.gradients(y, x)[0]])
+>>> [np.round(v, 4) for v in f(np.array([0.0, 1.0, 2.0]))]
+[array(2.6601), array([0.    , 1.3818, 0.077 ])]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import numpy as np
+
+from ..errors import CompileError, FeedError, ShapeError
+from ..evaluate import run_node
+from ..feeds import check_feed
+from ..graph.tensor import Tensor
+from ..graph.traversal import placeholders_of, topological_order
+from ..shapes import format_shape
+from . import cache
+from .driver import ModuleWriter
+from .fold import fold_graph
+from .lower import lower_kernel
+from .regions import Kernel, Plan, build_plan
+
+CODEGEN_VERSION = "1"
+TARGETS = ("cpu", "parallel", "cuda")
+
+
+class CompiledFunction:
+    """A compiled graph: ``f(*arrays)``; ``f.source``, ``f.sympy``, ``f.plan``."""
+
+    def __init__(self, inputs, outputs, target, plan, module, source, key, single):
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.target = target
+        self.plan = plan
+        self.module = module
+        self.source = source
+        self.key = key
+        self._single = single
+        self._run = module.run
+        self._sympy = None
+
+    def __call__(self, *args):
+        try:
+            return self._run(*args)
+        except _numba_errors() as exc:
+            raise self._compile_error(exc) from None
+
+    @property
+    def sympy(self) -> list:
+        """Per kernel, {output name: the sympy expression of that output}."""
+        if self._sympy is None:
+            self._sympy = []
+            for kernel in self.plan.kernels:
+                lowered = lower_kernel(kernel)
+                exprs = dict(zip(lowered.sources, lowered.exprs))
+                self._sympy.append({o.node.name: exprs[o.source] for o in kernel.outputs})
+        return self._sympy
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{p.name}: {p.dtype.name}{format_shape(p.shape)}" for p in self.inputs)
+        outs = ", ".join("None" if o is None else repr(o.name) for o in self.outputs)
+        return (f"<sg.function target={self.target!r} inputs=({ins}) outputs=[{outs}] "
+                f"kernels={len(self.plan.kernels)}>")
+
+    def _compile_error(self, exc: Exception) -> CompileError:
+        lines = self.source.splitlines()
+        shown = []
+        for match in re.finditer(r"symgrad_gen_\w+\.py\", line (\d+)", str(exc)):
+            n = int(match.group(1))
+            if 0 < n <= len(lines):
+                kernel = next((lines[k] for k in range(n - 1, -1, -1)
+                               if lines[k].startswith("# kernel")), "")
+                shown.append(f"  line {n}: {lines[n - 1].strip()}\n  in {kernel[2:]}")
+        where = "\n".join(dict.fromkeys(shown)) or "  (no generated line was named)"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return CompileError(f"sg.function: numba could not compile the generated code:\n"
+                            f"{where}\n  numba: {first}\n  module: {self.module.__file__}")
+
+
+def _numba_errors() -> tuple:
+    from numba.core.errors import NumbaError
+    return (NumbaError,)
+
+
+def _as_outputs(outputs: Any) -> tuple:
+    if isinstance(outputs, Tensor) or outputs is None:
+        return [outputs], True
+    outputs = list(outputs)
+    for k, o in enumerate(outputs):
+        if o is not None and not isinstance(o, Tensor):
+            raise TypeError(f"sg.function: outputs[{k}] must be a Tensor or None, got "
+                            f"{type(o).__name__}")
+    return outputs, False
+
+
+def _as_inputs(inputs: Any, outputs: list) -> list:
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    for k, p in enumerate(inputs):
+        if not isinstance(p, Tensor) or p.op.name != "placeholder":
+            raise TypeError(f"sg.function: inputs[{k}] must be a placeholder, got "
+                            f"{p!r}")
+    if len({id(p) for p in inputs}) != len(inputs):
+        raise ValueError("sg.function: a placeholder appears twice in inputs")
+    names = [p.name for p in inputs]
+    needed = placeholders_of(topological_order([o for o in outputs if o is not None]))
+    given = {id(p) for p in inputs}
+    for p in needed:
+        if id(p) not in given:
+            raise ValueError(f"sg.function: the outputs depend on placeholder '{p.name}', "
+                             f"which is not among inputs ({', '.join(names) or 'none'}); "
+                             "add it to inputs")
+    return inputs
+
+
+def function(inputs: Any, outputs: Any, target: str = "cpu") -> CompiledFunction:
+    """Compile ``outputs`` as functions of the placeholders ``inputs`` (see API.md)."""
+    if target not in TARGETS:
+        raise ValueError(f"sg.function: unknown target {target!r}; use one of {TARGETS}")
+    if target == "cuda":
+        raise NotImplementedError("sg.function: target 'cuda' is not implemented yet")
+    outputs, single = _as_outputs(outputs)
+    inputs = _as_inputs(inputs, outputs)
+    graph = fold_graph(outputs, inputs)
+    plan = build_plan(graph)
+    text = "\n".join([graph.canonical(), target, str(single), cache.versions(), CODEGEN_VERSION])
+    key = hashlib.sha256(text.encode()).hexdigest()
+
+    def build() -> str:
+        lowered = [lower_kernel(k) for k in plan.kernels]
+        writer = ModuleWriter(plan, lowered, target, key)
+        writer.single = single
+        return writer.source()
+
+    module, source, _ = cache.load_or_build(key, build)
+    bind_runtime(module, plan, inputs)
+    return CompiledFunction(inputs, outputs, target, plan, module, source, key, single)
+
+
+def bind_runtime(module, plan: Plan, inputs: list) -> None:
+    """Bind what the generated driver uses but cannot print."""
+    import numba
+
+    names = ", ".join(p.name for p in inputs)
+    context = f"f({names})"
+    ns = module.__dict__
+    ns["NTHREADS"] = numba.get_num_threads()
+    for k, p in enumerate(plan.graph.placeholders):
+        ns[f"D{k}"] = p.dtype
+    for node in plan.graph.order:
+        if node.is_const:
+            ns[f"C{node.index}"] = node.value
+    for unit in plan.units:
+        if not isinstance(unit, Kernel):
+            ns[f"S{unit.node.index}"] = _step(unit.node.tensor)
+    placeholders = plan.graph.placeholders
+
+    def check_(k: int, value: Any) -> np.ndarray:
+        p = placeholders[k]
+        try:
+            return check_feed(p.tensor, value, context)
+        except FeedError as exc:
+            message = str(exc).replace(f"placeholder '{p.name}'",
+                                       f"argument '{p.name}' (placeholder '{p.name}')", 1)
+            raise FeedError(message) from None
+
+    def arity_(args: tuple) -> None:
+        raise FeedError(f"{context}: expected {len(placeholders)} arguments "
+                        f"({names or 'none'}), got {len(args)}")
+
+    kernels = {k.index: k for k in plan.kernels}
+
+    def bshape_(index: int, *shapes) -> tuple:
+        kernel = kernels[index]
+        return iteration_shape(kernel, shapes, context)
+
+    ns.update(check_=check_, arity_=arity_, bshape_=bshape_)
+
+
+def iteration_shape(kernel: Kernel, shapes: tuple, context: str) -> tuple:
+    """The runtime iteration shape of a kernel, or a ShapeError naming its inputs."""
+    static = kernel.shape
+    rank = len(static)
+    out = list(static)
+    for shape in shapes:
+        lead = rank - len(shape)
+        for p, d in enumerate(shape):
+            j = lead + p
+            if d == 1:
+                continue
+            if out[j] is None or out[j] == 1 and static[j] is None:
+                out[j] = d
+            elif out[j] != d:
+                described = ", ".join(f"'{i.name}' {tuple(s)}" for i, s in
+                                      zip(kernel.inputs, shapes))
+                raise ShapeError(f"{context}: the arguments give shapes that cannot be broadcast"
+                                 f" together: {described}")
+    return tuple(1 if d is None else d for d in out)
+
+
+def _step(tensor: Tensor):
+    def run(*args):
+        return run_node(tensor, list(args))
+    return run

@@ -1,0 +1,118 @@
+"""A kernel's region as sympy: one expression per output over one symbol per input, and
+one ``sympy.cse(..., order="none")`` over all of them (values and gradients together).
+
+>>> import symgrad as sg
+>>> from symgrad.compile.fold import fold_graph
+>>> from symgrad.compile.regions import build_plan
+>>> x = sg.placeholder("x", shape=(4,))
+>>> y = sg.reduce_sum(sg.sin(x) * sg.sin(x))
+>>> lowered = lower_kernel(build_plan(fold_graph([y])).kernels[0])
+>>> lowered.replacements, lowered.results
+([(t0, sin(x))], [t0**2])
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from ..ops.symbols import dtype_kind, input_symbol
+from .regions import Kernel
+
+_RESERVED = re.compile(r"^([inotvscr]\d+|c|nc|lo|hi|math|np|numba|prange|f32|acc\d*|"
+                       r"shape|run|args)$")
+
+
+@dataclass
+class LoweredKernel:
+    """``symbols[k]`` stands for ``kernel.inputs[k]``; ``results[j]`` is the value of
+    ``sources[j]`` (the distinct region nodes the outputs need) after ``replacements``."""
+
+    kernel: Kernel
+    symbols: list
+    sources: list
+    exprs: list
+    replacements: list
+    results: list
+    float_dtype: str
+
+
+def symbol_names(nodes: list) -> list:
+    """Readable, unique Python identifiers for kernel inputs (placeholders keep names)."""
+    names, taken = [], set()
+    for k, node in enumerate(nodes):
+        name = re.sub(r"\W", "_", node.name) if node.op.name == "placeholder" else f"a{k}"
+        if not name or name[0].isdigit() or keyword.iskeyword(name) or _RESERVED.match(name) \
+                or name.endswith("_") or name in taken:
+            name = f"a{k}"
+            while name in taken:
+                name += "_"
+        taken.add(name)
+        names.append(name)
+    return names
+
+
+def _symbol(name: str, dtype) -> sp.Symbol:
+    kind = dtype_kind(dtype)
+    if kind == "f":
+        return sp.Symbol(name, real=True)
+    if kind == "i":
+        return sp.Symbol(name, integer=True)
+    return sp.Symbol(name)
+
+
+def number(value) -> sp.Basic:
+    """A uniform constant as a sympy number (exact integers where the value is one)."""
+    if isinstance(value, (bool, np.bool_)):
+        return sp.true if value else sp.false
+    if isinstance(value, (int, np.integer)):
+        return sp.Integer(int(value))
+    value = float(value)
+    if value.is_integer() and abs(value) < 2**53:
+        return sp.Integer(int(value))
+    if np.isnan(value):
+        return sp.nan
+    if np.isinf(value):
+        return sp.oo if value > 0 else -sp.oo
+    return sp.Float(value)
+
+
+def kernel_float_dtype(kernel: Kernel) -> str:
+    """float32 when the region computes in float32 only, else float64."""
+    kinds = {n.dtype for n in kernel.nodes} | {n.dtype for n in kernel.inputs}
+    floats = {d.name for d in kinds if d.kind == "f"}
+    return "float32" if floats == {"float32"} else "float64"
+
+
+def region_exprs(kernel: Kernel) -> tuple:
+    """(input symbols, {id(region node): sympy expression over them})."""
+    names = symbol_names(kernel.inputs)
+    symbols = [_symbol(n, i.dtype) for n, i in zip(names, kernel.inputs)]
+    value = {id(i): s for i, s in zip(kernel.inputs, symbols)}
+    for node in kernel.nodes:
+        args = []
+        for i in node.inputs:
+            if id(i) in value:
+                args.append(value[id(i)])
+            else:
+                args.append(number(i.uniform))
+        positional = tuple(input_symbol(k, dtype_kind(i.dtype)) for k, i in enumerate(node.inputs))
+        formula = node.op.formula(positional, node.attrs)
+        value[id(node)] = sp.sympify(formula).xreplace(dict(zip(positional, args)))
+    return symbols, value
+
+
+def lower_kernel(kernel: Kernel) -> LoweredKernel:
+    symbols, value = region_exprs(kernel)
+    sources = []
+    for out in kernel.outputs:
+        if out.source not in sources:
+            sources.append(out.source)
+    exprs = [value[id(s)] for s in sources]
+    replacements, results = sp.cse(exprs, symbols=sp.numbered_symbols("t"), order="none")
+    return LoweredKernel(kernel, symbols, sources, exprs, list(replacements), list(results),
+                         kernel_float_dtype(kernel))

@@ -1,0 +1,211 @@
+"""The numba printer of scalar sympy expressions (shared by every loop template).
+
+A small table-driven printer: ``FUNCTIONS`` maps sympy function names to code, the rest
+is arithmetic, comparisons, booleans and ``Piecewise`` printed as a lazy conditional
+expression ``(a if c else b)``, so the branch that was not selected is never evaluated.
+Numbers are typed: in a float32 kernel a literal is printed as ``f32(2.0)``, so numba
+keeps the arithmetic in float32 (a bare ``2.0`` is a float64 and promotes).
+
+>>> import sympy as sp
+>>> x = sp.Symbol("x", real=True)
+>>> NumbaPrinter("float64").doprint(sp.Piecewise((sp.log(x), x > 0), (0, True)) + x**2)
+'x*x + (math.log(x) if (x > 0) else 0.0)'
+>>> NumbaPrinter("float32").doprint(2*sp.sin(x))
+'f32(2.0)*math.sin(x)'
+"""
+
+from __future__ import annotations
+
+import math
+
+import sympy as sp
+
+# name -> (format, typed-literal arguments appended): '{0}' is the first argument.
+FUNCTIONS = {
+    "sin": "math.sin({0})", "cos": "math.cos({0})", "tan": "math.tan({0})",
+    "asin": "math.asin({0})", "acos": "math.acos({0})", "atan": "math.atan({0})",
+    "sinh": "math.sinh({0})", "cosh": "math.cosh({0})", "tanh": "math.tanh({0})",
+    "asinh": "math.asinh({0})", "acosh": "math.acosh({0})", "atanh": "math.atanh({0})",
+    "exp": "math.exp({0})", "log": "math.log({0})", "expm1": "math.expm1({0})",
+    "log1p": "math.log1p({0})", "erf": "math.erf({0})", "atan2": "math.atan2({0}, {1})",
+    "floor": "np.floor({0})", "ceiling": "np.ceil({0})", "TfAbs": "abs({0})",
+    "Abs": "abs({0})", "TfSign": "sign_({0}, {one})", "sign": "sign_({0}, {one})",
+    "Relu": "relu_({0}, {zero})", "Sigmoid": "sigmoid_({0}, {one})",
+    "Softplus": "softplus_({0}, {zero}, {one})", "TfMax": "max_({0}, {1})",
+    "TfMin": "min_({0}, {1})", "Max": "max_({0}, {1})", "Min": "min_({0}, {1})",
+    "TfRound": "round_({0}, {one})", "TfPow": "({0})**({1})",
+}
+
+HELPERS = ("sign_", "relu_", "sigmoid_", "softplus_", "max_", "min_", "round_")
+
+_RELATIONS = {"StrictLessThan": "<", "LessThan": "<=", "StrictGreaterThan": ">",
+              "GreaterThan": ">=", "Equality": "==", "Unequality": "!="}
+
+
+class NumbaPrinter:
+    """Prints one scalar sympy expression as numba-compatible Python source."""
+
+    def __init__(self, float_dtype: str = "float64"):
+        self.float32 = float_dtype == "float32"
+
+    # --- literals ---------------------------------------------------------------------
+    def float_literal(self, value: float) -> str:
+        if math.isnan(value):
+            text = "math.nan"
+        elif math.isinf(value):
+            text = "math.inf" if value > 0 else "-math.inf"
+        else:
+            text = repr(float(value))
+        return f"f32({text})" if self.float32 else text
+
+    def number(self, expr, integer: bool) -> str:
+        if expr.is_Integer and integer:
+            return str(int(expr))
+        if expr is sp.nan or expr is sp.zoo:
+            return self.float_literal(math.nan)
+        return self.float_literal(float(expr))
+
+    # --- dispatch ---------------------------------------------------------------------
+    def doprint(self, expr) -> str:
+        return self._print(expr)
+
+    def _print(self, expr) -> str:
+        if expr.is_Symbol:
+            return expr.name
+        if expr is sp.true or expr is sp.false:
+            return "True" if expr is sp.true else "False"
+        if expr.is_Number or expr.is_NumberSymbol or expr in (sp.oo, -sp.oo, sp.nan, sp.zoo):
+            return self.number(expr, integer=False)
+        method = getattr(self, "_print_" + type(expr).__name__, None)
+        if method is not None:
+            return method(expr)
+        if isinstance(expr, sp.core.relational.Relational):
+            op = _RELATIONS[type(expr).__name__]
+            return f"({self._print(expr.lhs)} {op} {self._print(expr.rhs)})"
+        if isinstance(expr, sp.Function):
+            return self._print_function(expr)
+        raise NotImplementedError(f"symgrad.compile: no numba form for {type(expr).__name__}"
+                                  f" in {expr}")
+
+    def _print_function(self, expr) -> str:
+        name = type(expr).__name__
+        fmt = FUNCTIONS.get(name)
+        if fmt is None:
+            raise NotImplementedError(f"symgrad.compile: no numba form for function {name}")
+        integer = bool(expr.args[0].is_integer)
+        one = "1" if integer else self.float_literal(1.0)
+        zero = "0" if integer else self.float_literal(0.0)
+        return fmt.format(*[self._print(a) for a in expr.args], one=one, zero=zero)
+
+    def _operand(self, expr, integer: bool) -> str:
+        """An operand of * or /: numbers typed by context, sums in parentheses."""
+        if expr.is_Number:
+            text = self.number(expr, integer)
+            return f"({text})" if text.startswith("-") else text
+        text = self._print(expr)
+        if expr.is_Add or (expr.is_Mul and text.startswith("-")):
+            return f"({text})"
+        return text
+
+    def _print_Add(self, expr) -> str:
+        integer = bool(expr.is_integer)
+        terms = sorted(expr.args, key=lambda a: a.is_Number)  # numbers last, as sympy prints
+        out = ""
+        for k, term in enumerate(terms):
+            if term.is_Number:
+                text = self.number(term, integer)
+            else:
+                text = self._print(term)
+            if k == 0:
+                out = text
+            elif text.startswith("-"):
+                out += " - " + text[1:]
+            else:
+                out += " + " + text
+        return out
+
+    def _print_Mul(self, expr) -> str:
+        integer = bool(expr.is_integer)
+        coeff, rest = expr.as_coeff_Mul()
+        if coeff.is_Number and coeff < 0:
+            inner = -coeff * rest
+            text = self._print_Mul(inner) if inner.is_Mul else self._operand(inner, integer)
+            return "-" + text
+        numer, denom = [], []
+        for factor in sp.Mul.make_args(expr):
+            if factor.is_Pow and factor.exp.is_Number and factor.exp < 0 and \
+                    not factor.base.is_Number:
+                denom.append(sp.Pow(factor.base, -factor.exp, evaluate=False)
+                             if factor.exp != -1 else factor.base)
+            elif factor.is_Rational and not factor.is_Integer and factor.p == 1:
+                denom.append(sp.Integer(factor.q))
+            else:
+                numer.append(factor)
+        num = "*".join(self._operand(f, integer) for f in numer) if numer else \
+            self.number(sp.S.One, False)
+        if not denom:
+            return num
+        den = "*".join(self._operand(f, False) for f in denom)
+        return f"{num}/({den})" if len(denom) > 1 else f"{num}/{den}"
+
+    def _print_Pow(self, expr) -> str:
+        base, exp = expr.args
+        integer = bool(base.is_integer)
+        if base.is_Symbol or isinstance(base, (sp.Function, sp.Piecewise)):
+            b = self._print(base)
+        elif base.is_Number:
+            b = f"({self.number(base, integer)})"
+        else:
+            b = f"({self._print(base)})"
+        if exp.is_Integer:
+            n = int(exp)
+            if n == 0:
+                return self.number(sp.S.One, integer)
+            if 0 < n <= 4:
+                return "*".join([b] * n)
+            if -4 <= n < 0:
+                inv = "*".join([b] * -n)
+                return f"{self.number(sp.S.One, False)}/({inv})" if -n > 1 else \
+                    f"{self.number(sp.S.One, False)}/{b}"
+            return f"{b}**{n}"
+        if exp == sp.S.Half:
+            return f"math.sqrt({self._print(base)})"
+        if exp == -sp.S.Half:
+            return f"{self.number(sp.S.One, False)}/math.sqrt({self._print(base)})"
+        if exp.is_Number:
+            return f"{b}**{self.number(exp, False)}"
+        e = self._print(exp)
+        if not exp.is_Atom:
+            e = f"({e})"
+        return f"{b}**{e}"
+
+    def _print_Piecewise(self, expr) -> str:
+        out = None
+        integer = all(v.is_integer for v, _ in expr.args)
+        for value, cond in reversed(expr.args):
+            v = self.number(value, integer) if value.is_Number else self._print(value)
+            if cond is sp.true:
+                out = v
+            elif out is None:
+                out = f"({v} if {self._print(cond)} else {self.float_literal(math.nan)})"
+            else:
+                out = f"({v} if {self._print(cond)} else {out})"
+        return out
+
+    def _print_And(self, expr) -> str:
+        return "(" + " and ".join(self._print(a) for a in expr.args) + ")"
+
+    def _print_Or(self, expr) -> str:
+        return "(" + " or ".join(self._print(a) for a in expr.args) + ")"
+
+    def _print_Not(self, expr) -> str:
+        return f"(not {self._print(expr.args[0])})"
+
+    def _print_Xor(self, expr) -> str:
+        return "(" + " != ".join(self._print(a) for a in expr.args) + ")"
+
+    def _print_BooleanTrue(self, expr) -> str:
+        return "True"
+
+    def _print_BooleanFalse(self, expr) -> str:
+        return "False"

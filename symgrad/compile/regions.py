@@ -1,0 +1,295 @@
+"""The fusion plan: maximal elementwise regions, the reductions they feed, and the
+structural steps that run between kernels (see the package docstring for the data
+structure).
+
+Regions are grown in topological order. An elementwise node joins the region of an
+elementwise input of the same static shape unless that would make a cycle (the region
+would have to run both before and after some other step). A ``reduce_sum``,
+``reduce_mean`` or ``unbroadcast`` of a region node whose axes are known statically is
+fused into that region's kernel as an accumulated output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .fold import FoldedGraph, LNode
+
+FUSED_REDUCTIONS = ("reduce_sum", "reduce_mean", "unbroadcast")
+
+
+@dataclass
+class KernelOutput:
+    """One output of a kernel: a stored region node, or an accumulated reduction.
+
+    ``node`` is the LNode whose value this output is; ``source`` the region node it is
+    computed from (``node`` itself for stores); ``axes`` the iteration axes summed over;
+    ``mean`` whether the sum is divided by the number of summed elements.
+    """
+
+    node: LNode
+    source: LNode
+    axes: tuple = ()
+    mean: bool = False
+
+    @property
+    def is_reduction(self) -> bool:
+        return self.node is not self.source
+
+
+@dataclass
+class Kernel:
+    """A fused loop nest over ``shape`` (the static iteration shape of the region)."""
+
+    index: int
+    shape: tuple
+    nodes: list                      # region LNodes, topological order
+    inputs: list = field(default_factory=list)     # LNodes read (not uniform constants)
+    outputs: list = field(default_factory=list)    # KernelOutput
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+
+@dataclass
+class Step:
+    """A structural node run between kernels with numpy (``node.op``; views where possible)."""
+
+    node: LNode
+
+
+@dataclass
+class Plan:
+    """Everything the runtime needs, in execution order (see the package docstring)."""
+
+    graph: FoldedGraph
+    units: list                      # Kernel | Step, in execution order
+    outputs: list                    # LNode or None, per requested output
+
+    @property
+    def kernels(self) -> list:
+        return [u for u in self.units if isinstance(u, Kernel)]
+
+
+class _UnionFind:
+    def __init__(self):
+        self.parent: dict = {}
+
+    def add(self, r: int) -> None:
+        self.parent[r] = r
+
+    def find(self, r: int) -> int:
+        while self.parent[r] != r:
+            self.parent[r] = self.parent[self.parent[r]]
+            r = self.parent[r]
+        return r
+
+
+def _unbroadcast_axes(g_shape: tuple, like_shape: tuple) -> Optional[tuple]:
+    """Iteration axes summed by ``unbroadcast(g, like)``, or None if not static."""
+    lead = len(g_shape) - len(like_shape)
+    if lead < 0:
+        return None
+    axes = list(range(lead))
+    for i, d in enumerate(like_shape):
+        gd = g_shape[lead + i]
+        if d == 1:
+            if gd != 1:
+                axes.append(lead + i)
+        elif d is None and gd != 1:
+            return None
+    return tuple(axes)
+
+
+def reduction_axes(node: LNode) -> Optional[tuple]:
+    """The axes a fusable reduction sums over its input, or None if it cannot be fused."""
+    src = node.inputs[0]
+    if node.op.name == "unbroadcast":
+        return _unbroadcast_axes(src.shape, node.inputs[1].shape)
+    if node.op.name == "reduce_mean" and src.dtype.kind != "f":
+        return None
+    if node.op.name == "reduce_sum" and src.dtype.kind not in "fiub":
+        return None
+    return tuple(node.attrs["axes"])
+
+
+def _elementwise(node: LNode) -> bool:
+    return node.kind == "elementwise" and not node.is_const
+
+
+class _Grower:
+    """Region assignment with cycle checks (``deps``: regions a value depends on)."""
+
+    def __init__(self, graph: FoldedGraph):
+        self.graph = graph
+        self.uf = _UnionFind()
+        self.region: dict = {}      # id(node) -> region id (elementwise and fused reductions)
+        self.fused: set = set()     # ids of fused reduction nodes
+        self.deps: dict = {}        # id(node) -> frozenset of region ids it depends on
+        self.anc: dict = {}         # region root -> set of region ids strictly before it
+
+    def roots(self, regions) -> set:
+        return {self.uf.find(r) for r in regions}
+
+    def node_deps(self, node: LNode) -> set:
+        return self.roots(self.deps.get(id(node), ()))
+
+    def run(self) -> None:
+        for node in self.graph.order:
+            if _elementwise(node):
+                self._place(node)
+            elif node.op.name in FUSED_REDUCTIONS and id(node.inputs[0]) in self.region \
+                    and id(node.inputs[0]) not in self.fused and reduction_axes(node) is not None:
+                r = self.uf.find(self.region[id(node.inputs[0])])
+                self.region[id(node)] = r
+                self.fused.add(id(node))
+                self.deps[id(node)] = frozenset({r} | self.roots(self.anc[r]))
+            else:
+                deps = set()
+                for i in node.inputs:
+                    deps |= self.node_deps(i)
+                self.deps[id(node)] = frozenset(deps)
+
+    def _external_deps(self, node: LNode, members: set) -> set:
+        deps = set()
+        for i in node.inputs:
+            r = self.region.get(id(i))
+            if r is not None and id(i) not in self.fused and self.uf.find(r) in members:
+                deps |= self.roots(self.anc[self.uf.find(r)])
+            else:
+                deps |= self.node_deps(i)
+        return deps
+
+    def _place(self, node: LNode) -> None:
+        candidates = []
+        for i in node.inputs:
+            r = self.region.get(id(i))
+            if r is not None and id(i) not in self.fused and i.shape == node.shape:
+                r = self.uf.find(r)
+                if r not in candidates:
+                    candidates.append(r)
+        chosen: set = set()
+        for r in candidates:
+            trial = chosen | {r}
+            ext = self._external_deps(node, trial)
+            if any(c in ext for c in trial):
+                continue
+            if any(c in self.roots(self.anc[r]) for c in chosen) or \
+                    any(r in self.roots(self.anc[c]) for c in chosen):
+                continue
+            chosen = trial
+        ext = self._external_deps(node, chosen)
+        if chosen:
+            root = min(chosen)
+            for c in chosen:
+                self.uf.parent[c] = root
+            anc = set(ext)
+            for c in chosen:
+                anc |= self.anc[c]
+            anc = self.roots(anc) - {root}
+        else:
+            root = len(self.uf.parent)
+            self.uf.add(root)
+            anc = self.roots(ext)
+        self.anc[root] = anc
+        self.region[id(node)] = root
+        self.deps[id(node)] = frozenset({root} | anc)
+
+
+def build_plan(graph: FoldedGraph) -> Plan:
+    """Group the folded graph into kernels and steps, in an order that respects data flow."""
+    grower = _Grower(graph)
+    grower.run()
+    find = grower.uf.find
+    kernels: dict = {}
+    for node in graph.order:
+        r = grower.region.get(id(node))
+        if r is None or id(node) in grower.fused:
+            continue
+        r = find(r)
+        if r not in kernels:
+            kernels[r] = Kernel(-1, node.shape, [])
+        kernels[r].nodes.append(node)
+    wanted = {id(o) for o in graph.outputs if o is not None}
+    unit_of: dict = {}
+    for r, kernel in kernels.items():
+        for node in kernel.nodes:
+            unit_of[id(node)] = kernel
+    for node in graph.order:
+        if id(node) in grower.fused:
+            unit_of[id(node)] = kernels[find(grower.region[id(node)])]
+    for kernel in kernels.values():
+        _kernel_io(kernel, graph, unit_of, wanted, grower.fused)
+    units = _schedule(graph, kernels, unit_of)
+    for k, kernel in enumerate(u for u in units if isinstance(u, Kernel)):
+        kernel.index = k
+    return Plan(graph, units, list(graph.outputs))
+
+
+def _kernel_io(kernel: Kernel, graph: FoldedGraph, unit_of: dict, wanted: set,
+               fused: set) -> None:
+    members = {id(n) for n in kernel.nodes}
+    seen: set = set()
+    for node in kernel.nodes:
+        for i in node.inputs:
+            if id(i) in members or id(i) in seen:
+                continue
+            if i.is_const and i.uniform is not None:
+                continue
+            seen.add(id(i))
+            kernel.inputs.append(i)
+    for node in kernel.nodes:
+        consumers = graph.consumers[id(node)]
+        stored = id(node) in wanted
+        for c in consumers:
+            if id(c) in fused and unit_of.get(id(c)) is kernel:
+                kernel.outputs.append(KernelOutput(
+                    c, node, reduction_axes(c), c.op.name == "reduce_mean"))
+            elif unit_of.get(id(c)) is not kernel:
+                stored = True
+        if stored:
+            kernel.outputs.append(KernelOutput(node, node))
+
+
+def _schedule(graph: FoldedGraph, kernels: dict, unit_of: dict) -> list:
+    """Units in a topological order (Kahn), stable by first appearance."""
+    units: list = []
+    index: dict = {}
+    for node in graph.order:
+        if node.kind == "source" or node.is_const:
+            continue
+        unit = unit_of.get(id(node))
+        if unit is None:
+            unit = Step(node)
+            unit_of[id(node)] = unit
+        if id(unit) not in index:
+            index[id(unit)] = len(units)
+            units.append(unit)
+    preds: dict = {id(u): set() for u in units}
+    succs: dict = {id(u): set() for u in units}
+    for node in graph.order:
+        unit = unit_of.get(id(node))
+        if unit is None:
+            continue
+        for i in node.inputs:
+            producer = unit_of.get(id(i))
+            if producer is not None and producer is not unit:
+                preds[id(unit)].add(id(producer))
+                succs[id(producer)].add(id(unit))
+    import heapq
+    ready = [index[id(u)] for u in units if not preds[id(u)]]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        k = heapq.heappop(ready)
+        unit = units[k]
+        out.append(unit)
+        for s in succs[id(unit)]:
+            preds[s].discard(id(unit))
+            if not preds[s]:
+                heapq.heappush(ready, index[s])
+    if len(out) != len(units):
+        raise RuntimeError("symgrad.compile: the fusion plan has a cycle (a bug in regions.py)")
+    return out

@@ -1,0 +1,188 @@
+"""Loop templates for CPU kernels, and the scalar body (``_k<i>_point``) they share.
+
+One scalar body per kernel, printed from the lowered sympy; two loop templates:
+
+* ``cpu``: a plain ``numba.njit`` loop nest over the iteration shape;
+* ``parallel``: ``numba.njit(parallel=True)``, ``prange`` over ``nc`` chunks of axis 0.
+  Sums that include axis 0 accumulate into one slot per chunk (``r[c, ...]``), which the
+  driver adds up afterwards, so no two threads write the same element.
+
+Sums over a suffix of the axes use a local scalar accumulator; other sums accumulate
+into their (keepdims-shaped) output array. Float sums accumulate in float64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .lower import LoweredKernel
+from .printer import NumbaPrinter
+from .regions import KernelOutput
+
+FASTMATH = "{'contract', 'afn', 'reassoc', 'arcp', 'nsz'}"
+OPTIONS = "cache=True, error_model='numpy', fastmath=FASTMATH"
+SPLIT_STATEMENTS = 250   # a body longer than this is split into chained functions
+
+
+@dataclass
+class InputAccess:
+    """How the loop reads one input: ``index`` (a subscript), ``broadcast`` when the
+    driver must pass ``np.broadcast_to(a, shape)`` (an unknown dim might be 1)."""
+
+    index: str
+    broadcast: bool
+
+
+@dataclass
+class OutputAccess:
+    """How the loop writes one output: 'store', 'suffix' (local sum over axes k..) or
+    'array' (sum into the array); ``chunked`` when it has a leading per-chunk axis."""
+
+    out: KernelOutput
+    mode: str
+    chunked: bool
+    suffix: int = 0
+
+
+def input_access(shape: tuple, it_shape: tuple) -> InputAccess:
+    rank = len(it_shape)
+    if any(d is None for d in shape) and shape != it_shape or None in shape and len(shape) < rank:
+        return InputAccess("[" + ", ".join(f"i{j}" for j in range(rank)) + "]" if rank else
+                           "[()]", True)
+    if not shape:
+        return InputAccess("[()]", False)
+    lead = rank - len(shape)
+    idx = []
+    for p, d in enumerate(shape):
+        j = lead + p
+        idx.append("0" if d == 1 and it_shape[j] != 1 else f"i{j}")
+    return InputAccess("[" + ", ".join(idx) + "]", False)
+
+
+def output_access(out: KernelOutput, rank: int, parallel: bool) -> OutputAccess:
+    if not out.is_reduction or not out.axes:
+        return OutputAccess(out, "store", False)
+    axes = set(out.axes)
+    chunked = parallel and 0 in axes
+    k = min(axes)
+    if axes == set(range(k, rank)):
+        return OutputAccess(out, "suffix", chunked, k)
+    return OutputAccess(out, "array", chunked)
+
+
+def body_source(lowered: LoweredKernel, name: str) -> str:
+    """The scalar body: inputs in, one value per distinct output source out."""
+    printer = NumbaPrinter(lowered.float_dtype)
+    args = ", ".join(s.name for s in lowered.symbols)
+    lines = [f"@numba.njit({OPTIONS})", f"def {name}({args}):"]
+    for sym, expr in lowered.replacements:
+        lines.append(f"    {sym.name} = {printer.doprint(expr)}")
+    results = [printer.doprint(r) for r in lowered.results]
+    lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
+    return "\n".join(lines)
+
+
+def split_body_source(lowered: LoweredKernel, name: str) -> str:
+    """The scalar body as a chain of functions of at most SPLIT_STATEMENTS statements each
+    (one long straight-line function makes LLVM slow), or one function when short."""
+    reps = lowered.replacements
+    if len(reps) <= SPLIT_STATEMENTS:
+        return body_source(lowered, name)
+    printer = NumbaPrinter(lowered.float_dtype)
+    inputs = [s.name for s in lowered.symbols]
+    chunks = [reps[k:k + SPLIT_STATEMENTS] for k in range(0, len(reps), SPLIT_STATEMENTS)]
+    later_uses = []
+    used: set = set()
+    for r in lowered.results:
+        used |= {s.name for s in r.free_symbols}
+    for chunk in reversed(chunks):
+        later_uses.append(set(used))
+        for _, expr in chunk:
+            used |= {s.name for s in expr.free_symbols}
+    later_uses.reverse()
+    parts, live = [], []
+    for c, chunk in enumerate(chunks):
+        defined = [s.name for s, _ in chunk]
+        keep = [v for v in live + defined if v in later_uses[c]]
+        lines = [f"@numba.njit({OPTIONS})", f"def {name}_{c}({', '.join(inputs + live)}):"]
+        lines += [f"    {s.name} = {printer.doprint(e)}" for s, e in chunk]
+        lines.append(f"    return ({', '.join(keep)}{',' if len(keep) == 1 else ''})")
+        parts.append("\n".join(lines))
+        live = keep
+    results = [printer.doprint(r) for r in lowered.results]
+    lines = [f"@numba.njit({OPTIONS})", f"def {name}({', '.join(inputs)}):"]
+    carried: list = []
+    for c in range(len(chunks)):
+        outs = parts[c].splitlines()[-1].strip()[len("return ("):-1].rstrip(",")
+        names = [v.strip() for v in outs.split(",") if v.strip()]
+        target = ", ".join(names) + ("," if len(names) == 1 else "")
+        call = f"{name}_{c}({', '.join(inputs + carried)})"
+        lines.append(f"    {target} = {call}" if names else f"    {call}")
+        carried = names
+    lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
+    parts.append("\n".join(lines))
+    return "\n\n\n".join(parts)
+
+
+def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool) -> tuple:
+    """(source of the loop function, its parameter names, the output accesses)."""
+    kernel = lowered.kernel
+    rank = kernel.rank
+    ins = [input_access(i.shape, kernel.shape) for i in kernel.inputs]
+    outs = [output_access(o, rank, parallel) for o in kernel.outputs]
+    in_names = [f"x{k}" for k in range(len(ins))]
+    out_names = [f"r{k}" for k in range(len(outs))]
+    dims = [f"n{j}" for j in range(rank)]
+    params = (["nc"] if parallel else []) + dims + in_names + out_names
+    decorator = f"@numba.njit({OPTIONS}{', parallel=True' if parallel else ''})"
+    lines = [decorator, f"def {name}({', '.join(params)}):"]
+    values = [f"e{j}" for j in range(len(lowered.sources))]
+    source_index = {id(s): j for j, s in enumerate(lowered.sources)}
+    indent = "    "
+    chunk = "c, " if parallel else ""
+
+    def acc_init(level):
+        for k, o in enumerate(outs):
+            if o.mode == "suffix" and o.suffix == level:
+                zero = "0.0" if o.out.source.dtype.kind == "f" else "0"
+                lines.append(f"{indent * depth}s{k} = {zero}")
+
+    def acc_store(level):
+        for k, o in enumerate(outs):
+            if o.mode == "suffix" and o.suffix == level:
+                idx = [f"i{j}" for j in range(level)] + ["0"] * (rank - level)
+                if o.chunked:
+                    idx = ["c"] + idx
+                sub = ", ".join(idx) if idx else "()"
+                lines.append(f"{indent * depth}{out_names[k]}[{sub}] = s{k}")
+
+    depth = 1
+    if parallel and rank:
+        lines.append(f"{indent}for c in numba.prange(nc):")
+        depth += 1
+    for j in range(rank):
+        acc_init(j)
+        if j == 0 and parallel:
+            bounds = f"c * n0 // nc, (c + 1) * n0 // nc"
+        else:
+            bounds = f"n{j}"
+        lines.append(f"{indent * depth}for i{j} in range({bounds}):")
+        depth += 1
+    args = ", ".join(f"{n}{a.index}" for n, a in zip(in_names, ins))
+    target = ", ".join(values) + ("," if len(values) == 1 else "")
+    lines.append(f"{indent * depth}{target} = {point}({args})")
+    full = ", ".join(f"i{j}" for j in range(rank)) if rank else "()"
+    for k, o in enumerate(outs):
+        e = values[source_index[id(o.out.source)]]
+        if o.mode == "store":
+            lines.append(f"{indent * depth}{out_names[k]}[{full}] = {e}")
+        elif o.mode == "suffix":
+            lines.append(f"{indent * depth}s{k} += {e}")
+        else:
+            idx = ["0" if j in o.out.axes else f"i{j}" for j in range(rank)]
+            lines.append(f"{indent * depth}{out_names[k]}[{chunk if o.chunked else ''}"
+                         f"{', '.join(idx)}] += {e}")
+    for j in reversed(range(rank)):
+        depth -= 1
+        acc_store(j)
+    return "\n".join(lines), params, ins, outs
