@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from .testing_engines import (ENGINES, PAIRS, Traced, fd_gradients, run_function,
+from .testing_engines import (ENGINES, PAIRS, EngineResult, Traced, fd_gradients, run_function,
                                    run_symbolic, run_tape)
 
 __all__ = ["GradientReport", "Comparison", "check_gradients", "check_vjp", "compare_arrays"]
@@ -132,7 +132,8 @@ def compare_arrays(a: Optional[np.ndarray], b: Optional[np.ndarray], rtol: float
         return max_abs, max_rel, True, ""
     bad = np.where(np.isfinite(diff), diff, np.inf)
     worst = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
-    return max_abs, max_rel, False, f"worst at {tuple(int(i) for i in worst)}: {a[worst]:.8g} vs {b[worst]:.8g}"
+    where = tuple(int(i) for i in worst)
+    return max_abs, max_rel, False, f"worst at {where}: {a[worst]:.8g} vs {b[worst]:.8g}"
 
 
 def _names(fn: Callable, count: int) -> list:
@@ -152,12 +153,13 @@ def _default_tolerances(arrays: list, wrt: list) -> tuple:
 def check_gradients(fn: Callable, *arrays: Any, wrt: Optional[Sequence[int]] = None,
                     rtol: Optional[float] = None, atol: Optional[float] = None,
                     eps: float = 1e-6, raise_on_error: bool = False, seed: int = 0,
-                    target: str = "cpu") -> GradientReport:
+                    target: str = "cpu", compiled: bool = True) -> GradientReport:
     """Compare symbolic (``sg.evaluate`` and ``sg.function``), tape and finite differences.
 
     ``fn(*tensors)`` builds its result from symgrad ops and returns a tensor or a list of
     them; ``wrt`` lists the positions of the inputs to differentiate (default: every
-    floating input). Returns a ``GradientReport``; ``raise_on_error=True`` (or
+    floating input). ``compiled=False`` skips ``sg.function`` (no numba compile, fast).
+    Returns a ``GradientReport``; ``raise_on_error=True`` (or
     ``report.assert_ok()``) raises AssertionError listing the disagreements.
     """
     arrays = [np.asarray(a) for a in arrays]
@@ -169,7 +171,9 @@ def check_gradients(fn: Callable, *arrays: Any, wrt: Optional[Sequence[int]] = N
     traced = Traced(fn, arrays, names, wrt, np.random.default_rng(seed))
     report = GradientReport(getattr(fn, "__name__", "fn"), dict(zip(names, arrays)),
                             [names[k] for k in wrt], rtol, atol, eps)
-    results = {"evaluate": run_symbolic(traced), "function": run_function(traced, target),
+    function = (run_function(traced, target) if compiled else
+                EngineResult("function", skipped=True, note="sg.function skipped (compiled=False)"))
+    results = {"evaluate": run_symbolic(traced), "function": function,
                "tape": run_tape(traced), "fd": fd_gradients(traced, eps)}
     for engine in ENGINES:
         if results[engine].note:
