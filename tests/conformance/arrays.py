@@ -10,6 +10,15 @@ array([  1., -inf])
 True
 >>> compare(None, np.zeros(2))
 'expected None, got an array float64 (2,)'
+>>> inf = {"dtype": "float32", "shape": [2], "data": ["inf", 1.0]}
+>>> compare(inf, np.array([np.inf, 1.0], dtype=np.float32)) is None
+True
+>>> compare(inf, np.array([-np.inf, 1.0]))
+'1 of 2 values differ (rtol=1e-06, atol=1e-09); first at (0,): expected inf, got -inf'
+>>> compare(inf, np.ones(1))
+'shape (1,) != expected (2,)'
+>>> compare({"dtype": "int32", "shape": [], "data": 0}, np.float64(0.0))
+'dtype float64 is not of the kind of expected int32'
 """
 
 from __future__ import annotations
@@ -113,7 +122,7 @@ def _compare_floats(
         return None
     bad = _first_bad_index(~close)
     finite = np.isfinite(actual64) & np.isfinite(expected64) & ~close
-    err = np.abs(actual64 - expected64)[finite]
+    err = np.abs(actual64[finite] - expected64[finite])
     worst = f", max abs err {err.max():.3g}" if err.size else ""
     return (
         f"{int((~close).sum())} of {close.size} values differ (rtol={rtol:g}, "

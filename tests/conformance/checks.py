@@ -32,6 +32,7 @@ def is_expected_error(exc: BaseException, cls: type[BaseException]) -> bool:
 
 def expect_error(case: dict, expected: dict, action: Callable[[], Any], path: str) -> None:
     """Run ``action`` and fail unless it raises the class that ``expected`` names."""
+    __tracebackhide__ = True  # pytest: show the message, not this helper
     cls = error_class(expected["error"])
     where = f"[{path}] case {case['name']}: expected {cls.__name__} (phase {expected['phase']})"
     try:
@@ -55,6 +56,7 @@ def check_values(
 
     ``forward`` is called only when something differs; it returns the ys' values.
     """
+    __tracebackhide__ = True  # pytest: show the message, not this helper
     rtol, atol = tolerances(case)
     wanted = expected["values"]
     xs = case["xs"] if isinstance(case["xs"], list) else [case["xs"]]
