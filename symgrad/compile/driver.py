@@ -97,6 +97,7 @@ class ModuleWriter:
                 self.emit(f"{v} = check_({k}, {v})", 2)
             else:
                 self.emit(f"{v} = check_({k}, {v})")
+        self.placeholder_guards()
         early = [u for u in self.plan.units if isinstance(u, Kernel) and
                  not is_fully_known(u.shape) and
                  all(i.op.name == "placeholder" or i.is_const for i in u.inputs)]
@@ -109,6 +110,20 @@ class ModuleWriter:
                 self.step(unit)
         self.emit(f"return {self.returned()}")
         return "\n".join(self.lines)
+
+    def placeholder_guards(self) -> None:
+        """Unknown lengths that the plan took as equal must be equal in this call."""
+        first: dict = {}
+        for p in self.plan.graph.placeholders:
+            for j, d in enumerate(p.dims):
+                if not isinstance(d, str):
+                    continue
+                here = f"v{p.index}.shape[{j}]"
+                if d in first:
+                    self.emit(f"if {here} != {first[d]}:")
+                    self.emit("fallback_()", 2)
+                else:
+                    first[d] = here
 
     def returned(self) -> str:
         seen: set = set()

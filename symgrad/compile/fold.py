@@ -36,7 +36,7 @@ class LNode:
     """One node of the folded graph; ``tensor`` is the original node it stands for."""
 
     __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "name", "value", "uniform",
-                 "index", "tensor")
+                 "index", "tensor", "dims")
 
     def __init__(self, tensor, op, inputs, attrs, value=None):
         self.tensor = tensor
@@ -49,6 +49,7 @@ class LNode:
         self.value = value
         self.uniform = _uniform(value) if value is not None else None
         self.index = -1
+        self.dims = self.shape
 
     @property
     def kind(self) -> str:
@@ -118,7 +119,7 @@ def _attrs_text(attrs: dict) -> str:
 _IDENTITY_OPS = ("identity", "stop_gradient")
 
 
-def _alias(tensor, inputs: list) -> Optional[LNode]:
+def _alias(tensor, inputs: list, dims) -> Optional[LNode]:
     """The input a node is an identity of, if it is one."""
     name = tensor.op.name
     if name in _IDENTITY_OPS:
@@ -127,6 +128,9 @@ def _alias(tensor, inputs: list) -> Optional[LNode]:
         return inputs[0]
     if name in ("reshape", "reshape_like", "broadcast_like") and \
             is_fully_known(tensor.shape) and inputs[0].shape == tensor.shape:
+        return inputs[0]
+    if name in ("unbroadcast", "reshape_like", "broadcast_like") and \
+            dims.resolve(inputs[0].dims) == dims.resolve(inputs[1].dims):
         return inputs[0]
     if name == "expand_dims" and not tensor.attrs["axes"]:
         return inputs[0]
@@ -163,8 +167,10 @@ def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGrap
         placeholders = placeholders_of(order)
     made: dict = {}
     seen: dict = {}
+    dims = Dims()
     for p in placeholders:
         made[id(p)] = LNode(p, p.op, (), {})
+        made[id(p)].dims = dims.fresh(p.shape)
     for tensor in order:
         if id(tensor) in made:
             continue
@@ -174,11 +180,12 @@ def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGrap
             continue
         if tensor.op.name == "placeholder":
             made[id(tensor)] = LNode(tensor, tensor.op, (), {})
+            made[id(tensor)].dims = dims.fresh(tensor.shape)
             continue
         inputs = [made[id(i)] for i in tensor.inputs]
         if tensor.op.kind == "elementwise":
-            inputs = [_bypass_broadcast(i) for i in inputs]
-        alias = _alias(tensor, inputs)
+            inputs = _bypass_broadcasts(inputs, dims)
+        alias = _alias(tensor, inputs, dims)
         if alias is not None:
             made[id(tensor)] = alias
             continue
@@ -188,19 +195,104 @@ def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGrap
             node = LNode(tensor, CONSTANT, (), {}, value=np.asarray(value, tensor.dtype))
         else:
             node = LNode(tensor, tensor.op, inputs, dict(tensor.attrs))
+            node.dims = dims.infer(node)
         made[id(tensor)] = _intern(seen, node)
     new_outputs = [None if o is None else made[id(o)] for o in outputs]
     roots = [made[id(p)] for p in placeholders] + [o for o in new_outputs if o is not None]
-    return FoldedGraph(_order(roots), new_outputs, [made[id(p)] for p in placeholders])
+    order = _order(roots)
+    for node in order:
+        node.dims = dims.resolve(node.dims)
+    return FoldedGraph(order, new_outputs, [made[id(p)] for p in placeholders])
 
 
-def _bypass_broadcast(node: LNode) -> LNode:
+class Dims:
+    """Symbolic lengths for unknown (None) dims: ``'?k'`` strings, unified where an
+    elementwise op broadcasts two of them together (the plan assumes they are equal; the
+    compiled function checks that at call time and otherwise runs the reference path)."""
+
+    def __init__(self):
+        self.parent: dict = {}
+
+    def fresh(self, shape: tuple) -> tuple:
+        out = []
+        for d in shape:
+            if d is None:
+                name = f"?{len(self.parent)}"
+                self.parent[name] = name
+                out.append(name)
+            else:
+                out.append(d)
+        return tuple(out)
+
+    def find(self, d):
+        if not isinstance(d, str):
+            return d
+        while self.parent[d] != d:
+            self.parent[d] = self.parent[self.parent[d]]
+            d = self.parent[d]
+        return d
+
+    def resolve(self, dims: tuple) -> tuple:
+        return tuple(self.find(d) for d in dims)
+
+    def broadcast(self, all_dims: list) -> tuple:
+        rank = max((len(d) for d in all_dims), default=0)
+        out = []
+        for j in range(rank):
+            col = [self.find(d[len(d) - rank + j]) for d in all_dims if len(d) - rank + j >= 0]
+            ints = [d for d in col if not isinstance(d, str) and d != 1]
+            syms = [d for d in col if isinstance(d, str)]
+            if ints:
+                out.append(ints[0])
+            elif syms:
+                for other in syms[1:]:
+                    self.parent[self.find(other)] = self.find(syms[0])
+                out.append(self.find(syms[0]))
+            else:
+                out.append(1)
+        return tuple(out)
+
+    def infer(self, node: "LNode") -> tuple:
+        name, attrs = node.op.name, node.attrs
+        ins = [i.dims for i in node.inputs]
+        if node.kind == "elementwise":
+            result = self.broadcast(ins)
+            if len(result) == len(node.shape):
+                return result
+        elif name in ("unbroadcast", "broadcast_like", "reshape_like", "getitem_grad"):
+            return ins[1]
+        elif name in ("cast", "prod_others"):
+            return ins[0]
+        elif name == "transpose":
+            return tuple(ins[0][p] for p in attrs["perm"])
+        elif name == "expand_dims":
+            out = list(ins[0])
+            for a in sorted(attrs["axes"]):
+                out.insert(a, 1)
+            return tuple(out)
+        elif name in ("reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min"):
+            axes = attrs["axes"]
+            if attrs["keepdims"]:
+                return tuple(1 if j in axes else d for j, d in enumerate(ins[0]))
+            return tuple(d for j, d in enumerate(ins[0]) if j not in axes)
+        return self.fresh(node.shape)
+
+
+def _bypass_broadcasts(inputs: list, dims: "Dims") -> list:
     """An elementwise op broadcasts by itself: it can read x instead of
-    ``broadcast_like(x, like)`` (which also frees it from depending on ``like``)."""
-    while node.op.name == "broadcast_like" and is_fully_known(node.shape) and \
-            is_fully_known(node.inputs[0].shape):
-        node = node.inputs[0]
-    return node
+    ``broadcast_like(x, like)`` (which also frees it from depending on ``like``) when the
+    other inputs give the result the same dims anyway."""
+    target = dims.broadcast([i.dims for i in inputs])
+    out = list(inputs)
+    for k, node in enumerate(inputs):
+        while node.op.name == "broadcast_like":
+            trial = out[:k] + [node.inputs[0]] + out[k + 1:]
+            if len(target) != len(dims.broadcast([i.dims for i in trial])) or \
+                    dims.resolve(dims.broadcast([i.dims for i in trial])) != dims.resolve(target):
+                break
+            node = node.inputs[0]
+            out[k] = node
+    return out
 
 
 def _intern(seen: dict, node: LNode) -> LNode:

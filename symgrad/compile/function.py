@@ -50,8 +50,16 @@ class CompiledFunction:
     def __call__(self, *args):
         try:
             return self._run(*args)
+        except Fallback:
+            return self._reference(args)
         except _numba_errors() as exc:
             raise self._compile_error(exc) from None
+
+    def _reference(self, args: tuple):
+        """The reference interpreter, for calls that break an assumption of the plan."""
+        from ..evaluate import evaluate
+        outputs = self.outputs[0] if self._single else self.outputs
+        return evaluate(outputs, dict(zip(self.inputs, args)))
 
     @property
     def sympy(self) -> list:
@@ -181,28 +189,45 @@ def bind_runtime(module, plan: Plan, inputs: list) -> None:
         kernel = kernels[index]
         return iteration_shape(kernel, shapes, context)
 
-    ns.update(check_=check_, arity_=arity_, bshape_=bshape_)
+    ns.update(check_=check_, arity_=arity_, bshape_=bshape_, fallback_=fallback_)
+
+
+class Fallback(Exception):
+    """Raised by the driver when a call breaks an assumption of the plan (two unknown
+    lengths that the plan took as equal are not): the call runs the reference path."""
 
 
 def iteration_shape(kernel: Kernel, shapes: tuple, context: str) -> tuple:
-    """The runtime iteration shape of a kernel, or a ShapeError naming its inputs."""
-    static = kernel.shape
-    rank = len(static)
-    out = list(static)
-    for shape in shapes:
+    """The runtime iteration shape of a kernel, or a ShapeError naming its inputs.
+
+    Inputs read directly along a symbolic axis must have exactly its length (a length 1
+    that would broadcast raises Fallback); other unknown lengths broadcast as numpy does.
+    """
+    it = kernel.dims
+    rank = len(it)
+    out = [d if not isinstance(d, str) else None for d in it]
+    for node, shape in zip(kernel.inputs, shapes):
         lead = rank - len(shape)
-        for p, d in enumerate(shape):
+        for p, a in enumerate(shape):
             j = lead + p
-            if d == 1:
+            d = node.dims[p]
+            direct = isinstance(d, str) and d == it[j]
+            if not direct and a == 1:
                 continue
-            if out[j] is None or out[j] == 1 and static[j] is None:
-                out[j] = d
-            elif out[j] != d:
+            if out[j] is None:
+                out[j] = a
+            elif out[j] != a:
+                if direct and (a == 1 or out[j] == 1):
+                    raise Fallback()
                 described = ", ".join(f"'{i.name}' {tuple(s)}" for i, s in
                                       zip(kernel.inputs, shapes))
                 raise ShapeError(f"{context}: the arguments give shapes that cannot be broadcast"
                                  f" together: {described}")
     return tuple(1 if d is None else d for d in out)
+
+
+def fallback_() -> None:
+    raise Fallback()
 
 
 def _step(tensor: Tensor):

@@ -45,6 +45,7 @@ class Kernel:
     index: int
     shape: tuple
     nodes: list                      # region LNodes, topological order
+    dims: tuple = ()                 # shape with unknown lengths as shared '?k' symbols
     inputs: list = field(default_factory=list)     # LNodes read (not uniform constants)
     outputs: list = field(default_factory=list)    # KernelOutput
 
@@ -88,7 +89,8 @@ class _UnionFind:
 
 
 def _unbroadcast_axes(g_shape: tuple, like_shape: tuple) -> Optional[tuple]:
-    """Iteration axes summed by ``unbroadcast(g, like)``, or None if not static."""
+    """Iteration axes summed by ``unbroadcast(g, like)`` (over dims, where symbolic
+    lengths are strings), or None if not static."""
     lead = len(g_shape) - len(like_shape)
     if lead < 0:
         return None
@@ -98,7 +100,7 @@ def _unbroadcast_axes(g_shape: tuple, like_shape: tuple) -> Optional[tuple]:
         if d == 1:
             if gd != 1:
                 axes.append(lead + i)
-        elif d is None and gd != 1:
+        elif isinstance(d, str) and gd != d:
             return None
     return tuple(axes)
 
@@ -107,7 +109,7 @@ def reduction_axes(node: LNode) -> Optional[tuple]:
     """The axes a fusable reduction sums over its input, or None if it cannot be fused."""
     src = node.inputs[0]
     if node.op.name == "unbroadcast":
-        return _unbroadcast_axes(src.shape, node.inputs[1].shape)
+        return _unbroadcast_axes(src.dims, node.inputs[1].dims)
     if node.op.name == "reduce_mean" and src.dtype.kind != "f":
         return None
     if node.op.name == "reduce_sum" and src.dtype.kind not in "fiub":
@@ -166,7 +168,7 @@ class _Grower:
         candidates = []
         for i in node.inputs:
             r = self.region.get(id(i))
-            if r is not None and id(i) not in self.fused and i.shape == node.shape:
+            if r is not None and id(i) not in self.fused and i.dims == node.dims:
                 r = self.uf.find(r)
                 if r not in candidates:
                     candidates.append(r)
@@ -210,7 +212,7 @@ def build_plan(graph: FoldedGraph) -> Plan:
             continue
         r = find(r)
         if r not in kernels:
-            kernels[r] = Kernel(-1, node.shape, [])
+            kernels[r] = Kernel(-1, node.shape, [], dims=node.dims)
         kernels[r].nodes.append(node)
     wanted = {id(o) for o in graph.outputs if o is not None}
     unit_of: dict = {}

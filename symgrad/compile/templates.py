@@ -44,18 +44,22 @@ class OutputAccess:
     suffix: int = 0
 
 
-def input_access(shape: tuple, it_shape: tuple) -> InputAccess:
-    rank = len(it_shape)
-    if any(d is None for d in shape) and shape != it_shape or None in shape and len(shape) < rank:
-        return InputAccess("[" + ", ".join(f"i{j}" for j in range(rank)) + "]" if rank else
-                           "[()]", True)
-    if not shape:
+def input_access(dims: tuple, it_dims: tuple) -> InputAccess:
+    """Subscript of an input with ``dims`` in a loop over ``it_dims`` (symbolic lengths
+    are strings; the driver checks at call time that equal symbols are equal lengths)."""
+    rank = len(it_dims)
+    if not dims:
         return InputAccess("[()]", False)
-    lead = rank - len(shape)
+    lead = rank - len(dims)
     idx = []
-    for p, d in enumerate(shape):
+    for p, d in enumerate(dims):
         j = lead + p
-        idx.append("0" if d == 1 and it_shape[j] != 1 else f"i{j}")
+        if d == it_dims[j]:
+            idx.append(f"i{j}")
+        elif d == 1:
+            idx.append("0")
+        else:
+            return InputAccess("[" + ", ".join(f"i{j}" for j in range(rank)) + "]", True)
     return InputAccess("[" + ", ".join(idx) + "]", False)
 
 
@@ -128,7 +132,7 @@ def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool) -
     """(source of the loop function, its parameter names, the output accesses)."""
     kernel = lowered.kernel
     rank = kernel.rank
-    ins = [input_access(i.shape, kernel.shape) for i in kernel.inputs]
+    ins = [input_access(i.dims, kernel.dims) for i in kernel.inputs]
     outs = [output_access(o, rank, parallel) for o in kernel.outputs]
     in_names = [f"x{k}" for k in range(len(ins))]
     out_names = [f"r{k}" for k in range(len(outs))]
