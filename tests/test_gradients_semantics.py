@@ -241,3 +241,14 @@ def test_duplicate_placeholder_names_are_an_error_in_gradients():
     a, b = sg.placeholder("w"), sg.placeholder("w")
     with pytest.raises(ValueError, match="named 'w'"):
         sg.gradients(a * b, a)
+
+
+def test_second_derivative_through_a_selection_is_none_as_in_tf():
+    """maximum's gradient selects g by a comparison: no float path to x (TF gives None),
+    while relu'' and abs'' are zeros (TF's ReluGrad and sign have zero gradients)."""
+    x = sg.placeholder("x", shape=(2,))
+    first = sg.gradients(sg.maximum(x, 0.5), x)[0]
+    assert sg.gradients(first, x) == [None]
+    for op in (sg.relu, sg.abs):
+        (second,) = sg.evaluate(sg.gradients(sg.gradients(op(x), x)[0], x), {x: [0.0, 1.0]})
+        np.testing.assert_array_equal(second, [0.0, 0.0])

@@ -48,3 +48,30 @@ def local_partial(node, index: int) -> sp.Expr:
         return _partial(node.op, kinds, expr_attr, index)
     except NoGradientError as exc:
         raise NoGradientError(f"{exc} (at tensor '{node.name}')") from None
+
+
+def value_symbols(expr: sp.Basic) -> frozenset:
+    """Symbols that ``expr`` uses as values, not only inside Piecewise conditions.
+
+    An input used only in a condition is like an input of a comparison: TF's gradient
+    graph has no float path through it, so it receives no gradient (None), not zeros.
+    """
+    if isinstance(expr, sp.Piecewise):
+        return frozenset().union(*(value_symbols(e) for e, _ in expr.args))
+    if expr.is_Symbol:
+        return frozenset([expr])
+    return frozenset().union(*(value_symbols(a) for a in expr.args)) if expr.args else frozenset()
+
+
+@lru_cache(maxsize=8192)
+def _uses_as_value(op, kinds: tuple, expr_attr, index: int) -> bool:
+    symbols = tuple(input_symbol(i, k) for i, k in enumerate(kinds))
+    attrs = {} if expr_attr is None else {"expr": expr_attr[0], "dtype": expr_attr[1]}
+    return symbols[index] in value_symbols(op.formula(symbols, attrs))
+
+
+def has_float_path(node, index: int) -> bool:
+    """Whether node.inputs[index] reaches node's value other than through a condition."""
+    kinds = tuple(dtype_kind(t.dtype) for t in node.inputs)
+    expr_attr = (node.attrs["expr"], node.attrs["dtype"]) if "expr" in node.attrs else None
+    return _uses_as_value(node.op, kinds, expr_attr, index)

@@ -24,7 +24,7 @@ from ..graph.tensor import Tensor
 from ..graph.traversal import topological_order
 from ..ops import api as F
 from ..ops.symbols import dtype_kind, input_symbol
-from .partials import local_partial
+from .partials import has_float_path, local_partial
 
 
 def _needs_unbroadcast(contribution_shape: tuple, target_shape: tuple) -> bool:
@@ -77,7 +77,7 @@ def _elementwise_contributions(node: Tensor, g: Tensor, mask: Optional[Tensor], 
     op_masks = node.op.grad_mask(*node.inputs) if node.op.grad_mask else None
     kinds = tuple(dtype_kind(t.dtype) for t in node.inputs)
     for i, inp in enumerate(node.inputs):
-        if not is_floating(inp.dtype) or id(inp) not in wanted:
+        if not is_floating(inp.dtype) or id(inp) not in wanted or not has_float_path(node, i):
             continue
         partial = local_partial(node, i)
         out_mask = mask

@@ -50,6 +50,7 @@ def _erf(x):
 
 NUMPY_FUNCTIONS = {
     "TfAbs": np.abs, "TfSign": np.sign, "Relu": lambda x: np.maximum(x, 0),
+    "Step": lambda x: (np.asarray(x) > 0).astype(np.result_type(x, np.float32)),
     "Sigmoid": _sigmoid, "Softplus": _softplus, "TfMax": np.maximum, "TfMin": np.minimum,
     "TfPow": np.power, "TfRound": np.round, "erf": _erf, "expm1": np.expm1,
     "log1p": np.log1p,

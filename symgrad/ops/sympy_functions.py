@@ -9,7 +9,7 @@ give TF's numbers at every order: ``abs'(0) = sign(0) = 0``, ``sign' = 0``,
 >>> import sympy as sp
 >>> x = sp.Symbol("x", real=True)
 >>> sp.diff(Relu(x), x)
-Piecewise((1, x > 0), (0, True))
+Step(x)
 >>> sp.diff(TfAbs(x), x, 2)
 0
 """
@@ -20,7 +20,7 @@ import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 
 __all__ = ["TfAbs", "TfSign", "Relu", "Sigmoid", "Softplus", "TfMax", "TfMin", "TfPow",
-           "TfRound", "expm1", "log1p", "TF_FUNCTIONS"]
+           "TfRound", "Step", "expm1", "log1p", "TF_FUNCTIONS"]
 
 
 class _TfFunction(sp.Function):
@@ -39,8 +39,23 @@ def prec_to_dps(prec: int) -> int:
     return max(1, int(round((prec - 1) * 0.30103)))
 
 
-def _step(x):
-    return sp.Piecewise((sp.S.One, x > 0), (sp.S.Zero, True))
+class Step(_TfFunction):
+    """1 where x > 0 else 0: relu's derivative. Its own derivative is 0 (TF's ReluGrad has
+    a zero gradient with respect to x), so relu'' is zeros, not None."""
+
+    @classmethod
+    def eval(cls, x):
+        if x.is_Number:
+            return sp.S.One if x > 0 else sp.S.Zero
+
+    def fdiff(self, argindex=1):
+        return sp.S.Zero
+
+    def standard(self):
+        return sp.Piecewise((sp.S.One, self.args[0] > 0), (sp.S.Zero, True))
+
+    def _latex(self, printer):
+        return r"\theta{\left(%s \right)}" % printer._print(self.args[0])
 
 
 class TfSign(_TfFunction):
@@ -91,7 +106,7 @@ class Relu(_TfFunction):
             return sp.Max(x, 0)
 
     def fdiff(self, argindex=1):
-        return _step(self.args[0])
+        return Step(self.args[0])
 
     def _latex(self, printer):
         return r"\operatorname{relu}{\left(%s \right)}" % printer._print(self.args[0])
@@ -216,4 +231,4 @@ class TfRound(_TfFunction):
 # Every custom function, by name: printers map these names to backend code. The names
 # differ from sympy's (Abs, Pow, ...) because sympy's printers dispatch on class names.
 TF_FUNCTIONS = {cls.__name__: cls for cls in
-                (TfAbs, TfSign, Relu, Sigmoid, Softplus, TfMax, TfMin, TfPow, TfRound)}
+                (TfAbs, TfSign, Relu, Step, Sigmoid, Softplus, TfMax, TfMin, TfPow, TfRound)}
