@@ -30,6 +30,19 @@ def cache_dir() -> Path:
     return path
 
 
+_CODE_HASH = []
+
+
+def code_hash() -> str:
+    """A hash of this package's own source: a change in the code generator is a new key."""
+    if not _CODE_HASH:
+        digest = hashlib.sha256()
+        for path in sorted(Path(__file__).parent.glob("*.py")):
+            digest.update(path.read_bytes())
+        _CODE_HASH.append(digest.hexdigest()[:16])
+    return _CODE_HASH[0]
+
+
 def versions() -> str:
     import numba
     import numpy
@@ -37,7 +50,7 @@ def versions() -> str:
 
     from .. import __version__
     return (f"symgrad {__version__} numba {numba.__version__} numpy {numpy.__version__} "
-            f"sympy {sympy.__version__} python {sys.version_info[:3]}")
+            f"sympy {sympy.__version__} python {sys.version_info[:3]} code {code_hash()}")
 
 
 def module_name(key: str) -> str:

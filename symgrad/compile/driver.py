@@ -51,7 +51,7 @@ class ModuleWriter:
                 "import math", "", "import numba", "import numpy as np", "",
                 "from symgrad.compile.support import (max_, min_, relu_, round_, sigmoid_, "
                 "sign_,", "                                     softplus_)", "",
-                f"FASTMATH = {_fastmath()}", "f32 = np.float32", "ndarray = np.ndarray", ""]
+                f"FASTMATH = {_fastmath()}", "f32 = np.float32", "array = np.array", "ndarray = np.ndarray", ""]
         parts = ["\n".join(head)]
         for lk in self.lowered:
             parts.append(self.kernel_source(lk))
@@ -109,7 +109,12 @@ class ModuleWriter:
             else:
                 self.step(unit)
         self.emit(f"return {self.returned()}")
-        return "\n".join(self.lines)
+        body = ["    " + line for line in self.lines[1:]]
+        return "\n".join([self.lines[0], "    try:"] + body + [
+            "    except Fallback_:",
+            "        return reference_(args)",
+            "    except NumbaError_ as exc:",
+            "        raise compile_error_(exc) from None"])
 
     def placeholder_guards(self) -> None:
         """Unknown lengths that the plan took as equal must be equal in this call."""
@@ -311,7 +316,8 @@ class ModuleWriter:
             if o is None:
                 items.append("None")
             elif o.index in scalars:
-                items.append(f"np.array(e{o.index}, np.{o.dtype.name})")
+                items.append(f"array(e{o.index})" if o.dtype.name == "float64" else
+                             f"array(e{o.index}, np.{o.dtype.name})")
             elif o.op.name == "placeholder":
                 items.append(f"np.array(v{o.index}, np.{o.dtype.name})")
             else:

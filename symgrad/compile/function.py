@@ -48,17 +48,14 @@ class CompiledFunction:
         self._sympy = None
 
     def __call__(self, *args):
-        try:
-            return self._run(*args)
-        except Fallback:
-            return self._reference(args)
-        except _numba_errors() as exc:
-            raise self._compile_error(exc) from None
+        return self._run(*args)
 
     def _reference(self, args: tuple):
         """The reference interpreter, for calls that break an assumption of the plan."""
         from ..evaluate import evaluate
         outputs = self.outputs[0] if self._single else self.outputs
+        if len(args) != len(self.inputs):
+            self._run(*args)
         return evaluate(outputs, dict(zip(self.inputs, args)))
 
     @property
@@ -149,7 +146,11 @@ def function(inputs: Any, outputs: Any, target: str = "cpu") -> CompiledFunction
 
     module, source, _ = cache.load_or_build(key, build)
     bind_runtime(module, plan, inputs)
-    return CompiledFunction(inputs, outputs, target, plan, module, source, key, single)
+    # A class per function whose __call__ is the generated driver itself: no extra frame.
+    cls = type("CompiledFunction", (CompiledFunction,), {"__call__": staticmethod(module.run)})
+    f = cls(inputs, outputs, target, plan, module, source, key, single)
+    module.__dict__.update(reference_=f._reference, compile_error_=f._compile_error)
+    return f
 
 
 def bind_runtime(module, plan: Plan, inputs: list) -> None:
@@ -189,7 +190,8 @@ def bind_runtime(module, plan: Plan, inputs: list) -> None:
         kernel = kernels[index]
         return iteration_shape(kernel, shapes, context)
 
-    ns.update(check_=check_, arity_=arity_, bshape_=bshape_, fallback_=fallback_)
+    ns.update(check_=check_, arity_=arity_, bshape_=bshape_, fallback_=fallback_,
+              Fallback_=Fallback, NumbaError_=_numba_errors()[0])
 
 
 class Fallback(Exception):

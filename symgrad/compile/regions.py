@@ -200,10 +200,50 @@ class _Grower:
         self.deps[id(node)] = frozenset({root} | anc)
 
 
+    def merge_siblings(self) -> None:
+        """Merge regions of equal dims that do not depend on each other (one loop reads
+        the shared inputs once). The scheduler rejects the rare merge that makes a cycle
+        through a third region, and the plan is then rebuilt without this pass."""
+        dims_of: dict = {}
+        for node in self.graph.order:
+            r = self.region.get(id(node))
+            if r is not None and id(node) not in self.fused:
+                dims_of.setdefault(self.uf.find(r), node.dims)
+        groups: dict = {}
+        for r, d in dims_of.items():
+            groups.setdefault(d, []).append(r)
+        for members in groups.values():
+            merged: list = []
+            for r in members:
+                for m in merged:
+                    m_root = self.uf.find(m)
+                    if r in self.roots(self.anc[m_root]) or \
+                            m_root in self.roots(self.anc[r]):
+                        continue
+                    self.uf.parent[r] = m_root
+                    self.anc[m_root] = self.roots(self.anc[m_root] | self.anc[r]) - {m_root}
+                    break
+                else:
+                    merged.append(r)
+
+
 def build_plan(graph: FoldedGraph) -> Plan:
     """Group the folded graph into kernels and steps, in an order that respects data flow."""
+    try:
+        return _build_plan(graph, True)
+    except _Cycle:
+        return _build_plan(graph, False)
+
+
+class _Cycle(Exception):
+    pass
+
+
+def _build_plan(graph: FoldedGraph, siblings: bool) -> Plan:
     grower = _Grower(graph)
     grower.run()
+    if siblings:
+        grower.merge_siblings()
     find = grower.uf.find
     kernels: dict = {}
     for node in graph.order:
@@ -293,5 +333,5 @@ def _schedule(graph: FoldedGraph, kernels: dict, unit_of: dict) -> list:
             if not preds[s]:
                 heapq.heappush(ready, index[s])
     if len(out) != len(units):
-        raise RuntimeError("symgrad.compile: the fusion plan has a cycle (a bug in regions.py)")
+        raise _Cycle()
     return out
