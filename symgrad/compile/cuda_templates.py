@@ -81,22 +81,23 @@ def accumulator_dtype(out: KernelOutput) -> str:
     return "float64" if out.source.dtype.kind == "f" else "int64"
 
 
-def input_subscript(shape: tuple, it_shape: tuple, name: str) -> str:
-    """The subscript reading one input at iteration index ``i0, i1, ..``."""
-    access = input_access(shape, it_shape)
+def input_subscript(dims: tuple, it_dims: tuple, name: str) -> str:
+    """The subscript reading one input (``dims``; symbolic lengths are strings) at the
+    iteration index ``i0, i1, ..`` of a loop over ``it_dims``."""
+    access = input_access(dims, it_dims)
     if not access.broadcast:
         return access.index
-    lead = len(it_shape) - len(shape)
+    lead = len(it_dims) - len(dims)
     idx = []
-    for p, d in enumerate(shape):
+    for p, d in enumerate(dims):
         j = lead + p
-        if d is None:
-            idx.append(f"min(i{j}, {name}.shape[{p}] - 1)")
-        elif d == 1 and it_shape[j] != 1:
+        if d == it_dims[j]:
+            idx.append(f"i{j}")
+        elif d == 1:
             idx.append("0")
         else:
-            idx.append(f"i{j}")
-    return "[" + ", ".join(idx) + "]" if idx else "[()]"
+            idx.append(f"min(i{j}, {name}.shape[{p}] - 1)")
+    return "[" + ", ".join(idx) + "]"
 
 
 def device_body_source(lowered: LoweredKernel, name: str) -> str:
@@ -116,7 +117,7 @@ def kernel_source(lowered: LoweredKernel, name: str, point: str) -> str:
     lines = [KERNEL_DECORATOR, f"def {name}({', '.join(dims + ins + out_names)}):"]
     source_index = {id(s): j for j, s in enumerate(lowered.sources)}
     values = [f"e{j}" for j in range(len(lowered.sources))]
-    reads = ", ".join(n + input_subscript(i.shape, kernel.shape, n)
+    reads = ", ".join(n + input_subscript(i.dims, kernel.dims, n)
                       for n, i in zip(ins, kernel.inputs))
     call = f"{', '.join(values)}{',' if len(values) == 1 else ''} = {point}({reads})"
     if not rank:

@@ -129,14 +129,15 @@ def function(inputs: Any, outputs: Any, target: str = "cpu") -> CompiledFunction
     """Compile ``outputs`` as functions of the placeholders ``inputs`` (see API.md)."""
     if target not in TARGETS:
         raise ValueError(f"sg.function: unknown target {target!r}; use one of {TARGETS}")
-    if target == "cuda":
-        raise NotImplementedError("sg.function: target 'cuda' is not implemented yet")
     outputs, single = _as_outputs(outputs)
     inputs = _as_inputs(inputs, outputs)
     graph = fold_graph(outputs, inputs)
     plan = build_plan(graph)
     text = "\n".join([graph.canonical(), target, str(single), cache.versions(), CODEGEN_VERSION])
     key = hashlib.sha256(text.encode()).hexdigest()
+    if target == "cuda":   # numba.cuda is imported only here (symgrad/compile/cuda_runtime.py)
+        from .cuda_runtime import compile_cuda
+        return compile_cuda(inputs, outputs, plan, key, single)
 
     def build() -> str:
         lowered = [lower_kernel(k) for k in plan.kernels]
