@@ -241,7 +241,7 @@ class ModuleWriter:
             expr = name
             if o.mean:
                 count = " * ".join(f"{sh}[{a}]" for a in o.axes) or "1"
-                expr = f"{expr} / ({count})"
+                expr = f"({expr} / ({count}))"
             if o.node.dtype.kind != ("f" if o.source.dtype.kind == "f" else "i") or \
                     o.node.dtype.itemsize != 8:
                 expr = f"({expr}).astype(np.{o.node.dtype.name})"

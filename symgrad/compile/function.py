@@ -145,12 +145,13 @@ def function(inputs: Any, outputs: Any, target: str = "cpu") -> CompiledFunction
         writer.single = single
         return writer.source()
 
-    module, source, _ = cache.load_or_build(key, build)
+    module, source, built = cache.load_or_build(key, build)
     bind_runtime(module, plan, inputs)
     # A class per function whose __call__ is the generated driver itself: no extra frame.
     cls = type("CompiledFunction", (CompiledFunction,), {"__call__": staticmethod(module.run)})
     f = cls(inputs, outputs, target, plan, module, source, key, single)
     module.__dict__.update(reference_=f._reference, compile_error_=f._compile_error)
+    f.cache_hit = not built
     return f
 
 
