@@ -5,10 +5,10 @@ one ``sympy.cse(..., order="none")`` over all of them (values and gradients toge
 >>> from symgrad.compile.fold import fold_graph
 >>> from symgrad.compile.regions import build_plan
 >>> x = sg.placeholder("x", shape=(4,))
->>> y = sg.reduce_sum(sg.sin(x) * sg.sin(x))
+>>> y = sg.reduce_sum(sg.sin(x) * x + sg.sin(x))
 >>> lowered = lower_kernel(build_plan(fold_graph([y])).kernels[0])
 >>> lowered.replacements, lowered.results
-([(t0, sin(x))], [t0**2])
+([(t0, sin(x))], [t0*x + t0])
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ keeps the arithmetic in float32 (a bare ``2.0`` is a float64 and promotes).
 >>> import sympy as sp
 >>> x = sp.Symbol("x", real=True)
 >>> NumbaPrinter("float64").doprint(sp.Piecewise((sp.log(x), x > 0), (0, True)) + x**2)
-'x*x + (math.log(x) if (x > 0) else 0.0)'
+'x*x + (math.log(x) if (x > 0.0) else 0.0)'
 >>> NumbaPrinter("float32").doprint(2*sp.sin(x))
 'f32(2.0)*math.sin(x)'
 """
