@@ -142,12 +142,18 @@ def kernel_source(lowered: LoweredKernel, name: str, point: str) -> str:
         elif o.mode == "block":
             lines.append(f"        s{k} += {e}")
         else:
-            idx = ", ".join("0" if j in o.out.axes else f"i{j}" for j in range(rank))
-            lines.append(f"        cuda.atomic.add({out_names[k]}, ({idx},), {e})")
+            idx = _index(["0" if j in o.out.axes else f"i{j}" for j in range(rank)])
+            lines.append(f"        cuda.atomic.add({out_names[k]}, {idx}, {e})")
     for k, o in enumerate(outs):
         if o.mode == "block":
             lines += _block_sum(k, out_names[k], rank, accumulator_dtype(o.out))
     return "\n".join(lines)
+
+
+def _index(items: list) -> str:
+    """An atomic's index: an integer for 1-D arrays (numba.cuda lowers a 1-tuple index
+    of an int64 array wrongly), a tuple otherwise."""
+    return items[0] if len(items) == 1 else "(" + ", ".join(items) + ")"
 
 
 def _split_index(rank: int) -> list:
@@ -165,7 +171,7 @@ def _split_index(rank: int) -> list:
 
 def _block_sum(k: int, out: str, rank: int, dtype: str) -> list:
     """Shared-memory tree over the block, then one atomic add by thread 0."""
-    zeros = ", ".join("0" for _ in range(rank))
+    zeros = _index(["0"] * rank)
     return [f"    m{k} = cuda.shared.array(BLOCK, {dtype})",
             f"    m{k}[tid] = s{k}",
             "    cuda.syncthreads()",
@@ -176,7 +182,7 @@ def _block_sum(k: int, out: str, rank: int, dtype: str) -> list:
             "        cuda.syncthreads()",
             "        h //= 2",
             "    if tid == 0:",
-            f"        cuda.atomic.add({out}, ({zeros},), m{k}[0])"]
+            f"        cuda.atomic.add({out}, {zeros}, m{k}[0])"]
 
 
 def module_source(plan: Plan, lowered: list, key: str) -> str:

@@ -1,0 +1,129 @@
+"""Compile every generated CUDA kernel to PTX with the real numba.cuda compiler (no GPU
+needed, only NVVM from a CUDA toolkit): the type check the simulator does not do.
+
+Run as a script with NUMBA_ENABLE_CUDASIM=0 (tests/test_cuda.py does, in a subprocess).
+Prints one line per kernel and ``OK <n>`` at the end; exits 2 when NVVM is unavailable.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+
+CC = (8, 0)
+
+
+def _numba():
+    """numba, numba.cuda and numba's types (imported only when the check runs)."""
+    import numpy as np
+    from numba import cuda, from_dtype, int64
+    from numba.core import types as nbtypes
+    return np, cuda, from_dtype, int64, nbtypes
+
+
+def _patch_device() -> None:
+    """Device functions ask the current device for its compute capability; without a
+    GPU, answer CC (compile_ptx itself takes cc as an argument)."""
+    import numba.cuda.dispatcher as dispatcher
+    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=CC)
+
+
+def graphs(sg):
+    """(name, inputs, outputs) covering the printer's functions, dtypes and output modes."""
+    out = []
+    for dtype in ("float32", "float64"):
+        x = sg.placeholder("x", shape=(None, 3), dtype=dtype)
+        y = sg.placeholder("y", shape=(3,), dtype=dtype)
+        z = (sg.sin(x) * y + sg.exp(x) / (1.0 + x * x) + sg.floor(x) + sg.ceil(y)
+             + sg.sigmoid(x) + sg.softplus(y) + sg.relu(x) + sg.abs(x) + sg.sign(y)
+             + sg.maximum(x, y) + sg.minimum(x, 0.5) + sg.round(x) + sg.erf(x)
+             + sg.arctan2(x, y) + sg.where(x > 0, sg.log(x), x) + sg.sqrt(sg.square(x))
+             + sg.log1p(sg.abs(x)) + sg.expm1(x) + sg.tanh(x) + x ** y)
+        loss = sg.reduce_sum(z)
+        gx, gy = sg.gradients(loss, [x, y])
+        out.append((f"mixed-{dtype}", [x, y], [loss, gx, gy, sg.reduce_mean(z, axis=0),
+                                               sg.reduce_sum(z, axis=1)]))
+        a = sg.placeholder("a", shape=(4, 5), dtype=dtype)
+        b = sg.placeholder("b", shape=(5, 2), dtype=dtype)
+        h = sg.tanh(a @ b)
+        out.append((f"matmul-{dtype}", [a, b], [sg.reduce_sum(h * h)] +
+                    sg.gradients(sg.reduce_sum(h * h), [a, b])))
+    x = sg.placeholder("x", shape=(None,), dtype="float32")
+    z = (sg.sin(x) * 2.0 + sg.exp(x) / (1.0 + x * x) + sg.sigmoid(x) + sg.softplus(x)
+         + sg.tanh(x) + sg.sqrt(x) + sg.log1p(x) + sg.erf(x) + sg.arctan2(x, 0.5) + x ** 1.5
+         + sg.floor(x) + sg.round(x))
+    loss = sg.reduce_mean(z)
+    out.append(("smooth-float32", [x], [loss, z] + sg.gradients(loss, x)))
+    n = sg.placeholder("n", shape=(4,), dtype="int32")
+    v = sg.placeholder("v", shape=(4,))
+    out.append(("int-bool", [n, v], [sg.reduce_sum(n * 2), sg.reduce_sum(sg.cast(v > 0, "int32")),
+                                     v * sg.cast(n, "float64")]))
+    s = sg.placeholder("s", shape=())
+    out.append(("scalar", [s], [sg.sin(s) * s, sg.gradients(sg.sin(s) * s, s)[0]]))
+    return out
+
+
+def array_type(node, out: bool):
+    np, cuda, from_dtype, int64, nbtypes = _numba()
+    dtype = from_dtype(np.dtype(node.dtype))
+    return nbtypes.Array(dtype, len(node.shape), "C" if out else "A")
+
+
+def _check_float32(module, k) -> None:
+    """A float32 region's device body returns float32 values (literals are f32(...))."""
+    np, cuda, from_dtype, int64, nbtypes = _numba()
+    point = getattr(module, f"_k{k.index}_point")
+    args = tuple(from_dtype(np.dtype(i.dtype)) for i in k.inputs)
+    _, resty = cuda.compile_ptx(point.py_func, args, device=True, cc=CC)
+    for t in resty:
+        if isinstance(t, nbtypes.Float) and t != nbtypes.float32:
+            raise AssertionError(f"kernel {k.index}: a float32 region returns {resty}")
+
+
+def check(sg) -> int:
+    np, cuda, from_dtype, int64, nbtypes = _numba()
+    from symgrad.compile.cuda_runtime import _matmul32, _matmul64
+    from symgrad.compile.cuda_templates import accumulator_dtype, output_mode
+
+    count = 0
+    for name, inputs, outputs in graphs(sg):
+        f = sg.function(inputs, outputs, target="cuda")
+        for k in f.plan.kernels:
+            args = [int64] * k.rank + [array_type(i, False) for i in k.inputs]
+            for o in k.outputs:
+                mode = output_mode(o, k.rank)
+                if mode.accumulates:
+                    args.append(nbtypes.Array(from_dtype(np.dtype(accumulator_dtype(o))),
+                                              k.rank, "C"))
+                else:
+                    args.append(nbtypes.Array(from_dtype(np.dtype(o.node.dtype)), k.rank, "C"))
+            kernel = getattr(f.module, f"_k{k.index}_cuda")
+            if name.startswith("smooth-float32"):
+                _check_float32(f.module, k)
+            cuda.compile_ptx(kernel.py_func, tuple(args), cc=CC)
+            print(f"{name}: kernel {k.index} ok", flush=True)
+            count += 1
+    for fn, dt in ((_matmul32, nbtypes.float32), (_matmul64, nbtypes.float64)):
+        arr = nbtypes.Array(dt, 2, "A")
+        cuda.compile_ptx(fn.py_func, (arr, arr, nbtypes.Array(dt, 2, "C"), dt), cc=CC)
+        count += 1
+    return count
+
+
+def main() -> int:
+    try:
+        from numba.cuda.cudadrv import nvvm
+        nvvm.NVVM()
+    except Exception as exc:  # noqa: BLE001 - no CUDA toolkit: nothing to check
+        print(f"SKIP no NVVM: {exc}")
+        return 2
+    _patch_device()
+    import symgrad as sg
+    print(f"OK {check(sg)}")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+    sys.exit(main())
