@@ -1,0 +1,184 @@
+"""GPU benchmark: symgrad target="cuda" against PyTorch CUDA autograd and
+jax.jit(value_and_grad), float32 and float64, with bytes-moved / bandwidth floors.
+
+    python -m benchmarks.cuda_bench [--quick] [--dtype float32|float64] [--only W1,W3,W4]
+
+Workloads: W1 (N = 1e7, 1e8), W3 (N = 3000, 20000), W4 (B = 4096). Inputs live on the
+device before timing (symgrad gets numba device arrays, torch CUDA tensors, jax device
+arrays); every timed call ends with a device synchronize. The floor is the bytes the
+call must read and write once; floor / time is the bandwidth achieved, shown next to the
+device's peak (memory clock x bus width). Exits 0 with a message when no GPU is present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+CASES = {"W1": [{"N": 10**7}, {"N": 10**8}],
+         "W3": [{"N": 3000}, {"N": 20000}],
+         "W4": [{"B": 4096, "D": 64, "H": 256}]}
+QUICK = {"W1": [{"N": 10**6}], "W3": [{"N": 1000}], "W4": [{"B": 1024, "D": 64, "H": 256}]}
+MODULES = {"W1": "w1_elementwise", "W3": "w3_pair_potential", "W4": "w4_mlp"}
+
+
+def gpu_or_exit():
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        print("cuda_bench: NUMBA_ENABLE_CUDASIM=1 (simulator); timings need a real GPU")
+        sys.exit(0)
+    try:
+        from numba import cuda
+        ok = cuda.is_available()
+    except Exception as exc:  # noqa: BLE001 - no numba.cuda, no driver
+        print(f"cuda_bench: numba.cuda is unusable here ({exc}); nothing to time")
+        sys.exit(0)
+    if not ok:
+        print("cuda_bench: no GPU found; nothing to time (run on a machine with a GPU)")
+        sys.exit(0)
+    return cuda
+
+
+def peak_bandwidth(cuda) -> float:
+    """Bytes/s: memory clock (kHz) x bus width (bits) x 2 (DDR) / 8."""
+    dev = cuda.get_current_device()
+    clock = getattr(dev, "MEMORY_CLOCK_RATE", 0)
+    width = getattr(dev, "GLOBAL_MEMORY_BUS_WIDTH", 0)
+    return clock * 1e3 * width * 2 / 8
+
+
+def floor_bytes(key: str, case: dict, itemsize: int) -> int:
+    """What one value-and-gradient call must move at least once."""
+    if key == "W1":
+        return 4 * case["N"] * itemsize                 # read x, y; write dx, dy
+    if key == "W3":
+        n = case["N"]
+        return n * n + 2 * 3 * n * itemsize             # read the bool mask; P in, dP out
+    b, d, h = case["B"], case["D"], case["H"]
+    params = d * h + h + h + 1
+    return (b * d + b + 2 * params) * itemsize          # X, Y in; params in, grads out
+
+
+def load(key: str):
+    import importlib
+    return importlib.import_module(f"benchmarks.workloads.{MODULES[key]}")
+
+
+def data_for(mod, case: dict, dtype: str) -> dict:
+    data = mod.make_data(dict(case, label=""))
+    return {k: (v.astype(dtype) if v.dtype.kind == "f" else v) for k, v in data.items()}
+
+
+def time_call(call, sync, repeats: int = 5) -> float:
+    call()
+    sync()                                              # compile + warm up
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        call()
+        sync()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def names(mod):
+    return (tuple(getattr(mod, "DIFF", ())), tuple(getattr(mod, "INPUTS", ())),
+            tuple(getattr(mod, "CONSTS", ())))
+
+
+def symgrad_call(mod, data, cuda):
+    from benchmarks.frameworks import _sg_ops
+    ops = _sg_ops()
+    sg = ops.mod
+    diff, inputs, consts = names(mod)
+    phs = [sg.placeholder(n, shape=data[n].shape, dtype=data[n].dtype.name)
+           for n in diff + inputs]
+    value = getattr(mod, "symgrad_loss", mod.loss)(ops, *phs, *[ops.const(data[n])
+                                                                 for n in consts])
+    f = sg.function(phs, [value, *sg.gradients(value, phs[:len(diff)])], target="cuda")
+    args = [cuda.to_device(data[n]) for n in diff + inputs]
+    return lambda: f(*args)
+
+
+def torch_call(mod, data):
+    import torch
+    from benchmarks.frameworks import _torch
+    _, ops = _torch()
+    diff, inputs, consts = names(mod)
+    dev = [torch.tensor(data[n], device="cuda", requires_grad=True) for n in diff]
+    rest = [torch.tensor(data[n], device="cuda") for n in inputs + consts]
+
+    def call():
+        for t in dev:
+            t.grad = None
+        value = mod.loss(ops, *dev, *rest)
+        value.backward()
+        return value
+    return call, torch.cuda.synchronize
+
+
+def jax_call(mod, data):
+    from benchmarks.frameworks import _jax
+    jax, jnp, ops = _jax()
+    diff, inputs, consts = names(mod)
+    gpu = jax.devices("gpu")[0]
+    args = [jax.device_put(jnp.asarray(data[n]), gpu) for n in diff + inputs + consts]
+    vg = jax.jit(jax.value_and_grad(lambda *a: mod.loss(ops, *a),
+                                    argnums=tuple(range(len(diff)))))
+    return lambda: jax.block_until_ready(vg(*args)), lambda: None
+
+
+def run(key, case, dtype, cuda, peak):
+    mod = load(key)
+    data = data_for(mod, case, dtype)
+    floor = floor_bytes(key, case, np.dtype(dtype).itemsize)
+    label = ", ".join(f"{k}={v:.0e}" if v >= 10**6 else f"{k}={v}" for k, v in case.items())
+    at_peak = f" = {floor / peak * 1e3:.3f} ms at peak {peak / 1e9:.0f} GB/s" if peak else ""
+    print(f"\n{key} {label} {dtype}: floor {floor / 1e6:.1f} MB{at_peak}")
+    systems = [("symgrad cuda", lambda: (symgrad_call(mod, data, cuda), cuda.synchronize)),
+               ("torch cuda autograd", lambda: torch_call(mod, data)),
+               ("jax.jit(value_and_grad)", lambda: jax_call(mod, data))]
+    base = None
+    for name, make in systems:
+        try:
+            call, sync = make()
+            t = time_call(call, sync)
+        except ImportError as exc:
+            print(f"  {name:26s} not installed ({exc})")
+            continue
+        except Exception as exc:  # noqa: BLE001 - frameworks.NotInstalled
+            if type(exc).__name__ != "NotInstalled":
+                raise
+            print(f"  {name:26s} not installed ({exc})")
+            continue
+        except Exception as exc:  # noqa: BLE001 - report and go on with the others
+            print(f"  {name:26s} failed: {type(exc).__name__}: {str(exc)[:120]}")
+            continue
+        base = base or t
+        print(f"  {name:26s} {t * 1e3:9.3f} ms  {floor / t / 1e9:7.1f} GB/s  "
+              f"x{t / base:.2f} of symgrad")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes")
+    parser.add_argument("--dtype", choices=("float32", "float64"), action="append")
+    parser.add_argument("--only", default="W1,W3,W4")
+    args = parser.parse_args(argv)
+    cuda = gpu_or_exit()
+    peak = peak_bandwidth(cuda)
+    print(f"device: {cuda.get_current_device().name}")
+    table = QUICK if args.quick else CASES
+    for key in args.only.split(","):
+        for case in table[key]:
+            for dtype in args.dtype or ("float32", "float64"):
+                run(key, case, dtype, cuda, peak)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
