@@ -183,6 +183,8 @@ class NumbaPrinter:
     def _print_Piecewise(self, expr) -> str:
         out = None
         integer = all(v.is_integer for v, _ in expr.args)
+        if self.float32 and all(v.is_Number for v, _ in expr.args):
+            integer = False  # a selection of numbers in a float32 kernel: keep f32, not int
         for value, cond in reversed(expr.args):
             v = self.number(value, integer) if value.is_Number else self._print(value)
             if cond is sp.true:
