@@ -61,15 +61,14 @@ class ModuleWriter:
     def kernel_source(self, lk: LoweredKernel) -> str:
         k = lk.kernel
         names = ", ".join(sorted({n.op.name for n in k.nodes}))
-        outs = ", ".join(f"'{o.node.name}'" + (f" (sum over {o.axes})" if o.is_reduction else "")
-                         for o in k.outputs)
+        outs = ", ".join(f"'{o.node.name}'" + _output_note(o) for o in k.outputs)
         comment = (f"# kernel {k.index}: {len(k.nodes)} nodes ({names}) over shape "
                    f"{format_shape(k.shape)} -> {outs}")
         point = f"_k{k.index}_point"
         parts = [comment + "\n" + split_body_source(lk, point)]
         if k.rank:
             parts.append(loop_source(lk, f"_k{k.index}_cpu", point, False)[0])
-            if self.parallel:
+            if self.parallel and not k.serial_only:
                 parts.append(loop_source(lk, f"_k{k.index}_parallel", point, True)[0])
         else:
             parts.append(loop_source(lk, f"_k{k.index}_cpu", point, False)[0])
@@ -186,7 +185,7 @@ class ModuleWriter:
             args.append(v)
         dims = [f"{sh}[{j}]" for j in range(k.rank)]
         size = " * ".join(dims) if dims else "1"
-        if not self.parallel or not k.rank:
+        if not self.parallel or not k.rank or k.serial_only:
             self.launch(k, outs_serial, dims, args, False, 1)
         else:
             _, _, _, outs_par = loop_source(lk, "x", "p", True)
@@ -214,6 +213,12 @@ class ModuleWriter:
             o = acc.out
             name = f"o{i}_{j}"
             names.append(name)
+            if acc.mode == "scatter":
+                if acc.is_param:
+                    shape = _tuple(map(str, o.node.shape)) if is_fully_known(o.node.shape) \
+                        else f"{self.value_of(o.like)}.shape"
+                    self.emit(f"{name} = np.zeros({shape}, np.{o.node.dtype.name})", depth)
+                continue
             if acc.mode == "store":
                 dtype = f"np.{o.node.dtype.name}" if not o.is_reduction else f"np.{o.node.dtype.name}"
                 self.emit(f"{name} = np.empty({sh}, {dtype})", depth)
@@ -225,18 +230,20 @@ class ModuleWriter:
             self.emit(f"{name} = {alloc}({keep}, {_acc_dtype(o)})", depth)
         fn = f"_k{i}_parallel" if parallel else f"_k{i}_cpu"
         lead = ["nc"] if parallel else []
+        names = [n for n, acc in zip(names, outs) if acc.is_param]
         self.emit(f"{fn}({', '.join(lead + dims + args + names)})", depth)
         for j, acc in enumerate(outs):
             if acc.chunked:
-                self.emit(f"{names[j]} = {names[j]}.sum(0)", depth)
+                self.emit(f"o{i}_{j} = o{i}_{j}.sum(0)", depth)
 
     def finish_outputs(self, k: Kernel) -> None:
         i, sh = k.index, f"sh{k.index}"
         for j, o in enumerate(k.outputs):
             name = f"o{i}_{j}"
             v = f"v{o.node.index}"
-            if not o.is_reduction:
-                self.emit(f"{v} = {name}")
+            if not o.is_reduction or o.is_scatter:
+                if not o.is_scatter or all(p.node is not o.node for p in k.outputs[:j]):
+                    self.emit(f"{v} = {name}")
                 continue
             expr = name
             if o.mean:
@@ -323,6 +330,12 @@ class ModuleWriter:
             else:
                 items.append(f"np.array(C{o.index}, copy=True)")
         self.emit("return " + (items[0] if self.single else "[" + ", ".join(items) + "]"), 2)
+
+
+def _output_note(o) -> str:
+    if o.is_scatter:
+        return f" (+= at [{_key(o.key)}])"
+    return f" (sum over {o.axes})" if o.is_reduction else ""
 
 
 def _key(key: tuple) -> str:

@@ -133,7 +133,7 @@ def function(inputs: Any, outputs: Any, target: str = "cpu") -> CompiledFunction
     outputs, single = _as_outputs(outputs)
     inputs = _as_inputs(inputs, outputs)
     graph = fold_graph(outputs, inputs)
-    plan = build_plan(graph)
+    plan = build_plan(graph, scatter=target != "cuda")  # cuda runs getitem_grad as steps
     text = "\n".join([graph.canonical(), target, str(single), cache.versions(), CODEGEN_VERSION])
     key = hashlib.sha256(text.encode()).hexdigest()
     if target == "cuda":   # numba.cuda is imported only here (symgrad/compile/cuda_runtime.py)

@@ -6,7 +6,8 @@ Regions are grown in topological order. An elementwise node joins the region of 
 elementwise input of the same static shape unless that would make a cycle (the region
 would have to run both before and after some other step). A ``reduce_sum``,
 ``reduce_mean`` or ``unbroadcast`` of a region node whose axes are known statically is
-fused into that region's kernel as an accumulated output.
+fused into that region's kernel as an accumulated output, and so is a ``getitem_grad``
+of a region node (a scatter-add into a buffer, see ``scatter.py``) on the cpu targets.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .fold import FoldedGraph, LNode
+from .scatter import fusable_scatter, pure_sum
 
 FUSED_REDUCTIONS = ("reduce_sum", "reduce_mean", "unbroadcast")
 
@@ -25,13 +27,21 @@ class KernelOutput:
 
     ``node`` is the LNode whose value this output is; ``source`` the region node it is
     computed from (``node`` itself for stores); ``axes`` the iteration axes summed over;
-    ``mean`` whether the sum is divided by the number of summed elements.
+    ``mean`` whether the sum is divided by the number of summed elements. A scatter
+    (``key`` set) adds ``source`` into the buffer ``node`` (shaped like ``like``) at the
+    basic index ``key``; several scatters may share one buffer ``node``.
     """
 
     node: LNode
     source: LNode
     axes: tuple = ()
     mean: bool = False
+    key: Optional[tuple] = None
+    like: Optional[LNode] = None
+
+    @property
+    def is_scatter(self) -> bool:
+        return self.key is not None
 
     @property
     def is_reduction(self) -> bool:
@@ -52,6 +62,12 @@ class Kernel:
     @property
     def rank(self) -> int:
         return len(self.shape)
+
+    @property
+    def serial_only(self) -> bool:
+        """Two scatters into one buffer may race across parallel chunks."""
+        buffers = [id(o.node) for o in self.outputs if o.is_scatter]
+        return len(buffers) != len(set(buffers))
 
 
 @dataclass
@@ -124,8 +140,12 @@ def _elementwise(node: LNode) -> bool:
 class _Grower:
     """Region assignment with cycle checks (``deps``: regions a value depends on)."""
 
-    def __init__(self, graph: FoldedGraph):
+    def __init__(self, graph: FoldedGraph, scatter: bool = True):
         self.graph = graph
+        self.scatter = scatter
+        self.scatters: set = set()  # ids of fused getitem_grads and of sums of them
+        self.buffer_of: dict = {}   # id(scatter node) -> the pure sum whose buffer it uses
+        self.wanted = {id(o) for o in graph.outputs if o is not None}
         self.uf = _UnionFind()
         self.region: dict = {}      # id(node) -> region id (elementwise and fused reductions)
         self.fused: set = set()     # ids of fused reduction nodes
@@ -138,16 +158,52 @@ class _Grower:
     def node_deps(self, node: LNode) -> set:
         return self.roots(self.deps.get(id(node), ()))
 
+    def in_region(self, node: LNode) -> bool:
+        return id(node) in self.region and id(node) not in self.fused
+
+    def fuse(self, node: LNode, region: int) -> None:
+        r = self.uf.find(region)
+        self.region[id(node)] = r
+        self.fused.add(id(node))
+        self.deps[id(node)] = frozenset({r} | self.roots(self.anc[r]))
+
+    def shared_buffer(self, node: LNode) -> Optional[int]:
+        """The region whose scatters a pure sum ``node`` can collect into one buffer."""
+        if not self.scatter or not pure_sum(node):
+            return None
+        regions = set()
+        for i in node.inputs:
+            if id(i) not in self.scatters or id(i) in self.wanted or \
+                    len(self.graph.consumers[id(i)]) != 1:
+                return None
+            regions.add(self.uf.find(self.region[id(i)]))
+        return regions.pop() if len(regions) == 1 else None
+
+    def share_buffers(self) -> None:
+        """After regions are final: a pure sum of scatters of one region, each used only by
+        the sum, becomes that region's buffer (the sum is no longer computed)."""
+        for node in self.graph.order:
+            if not self.in_region(node):
+                continue
+            shared = self.shared_buffer(node)
+            if shared is not None:
+                self.fuse(node, shared)
+                self.scatters.add(id(node))
+                for i in node.inputs:
+                    self.buffer_of[id(i)] = node
+
     def run(self) -> None:
         for node in self.graph.order:
             if _elementwise(node):
                 self._place(node)
-            elif node.op.name in FUSED_REDUCTIONS and id(node.inputs[0]) in self.region \
-                    and id(node.inputs[0]) not in self.fused and reduction_axes(node) is not None:
-                r = self.uf.find(self.region[id(node.inputs[0])])
-                self.region[id(node)] = r
-                self.fused.add(id(node))
-                self.deps[id(node)] = frozenset({r} | self.roots(self.anc[r]))
+            elif node.op.name in FUSED_REDUCTIONS and self.in_region(node.inputs[0]) \
+                    and reduction_axes(node) is not None:
+                self.fuse(node, self.region[id(node.inputs[0])])
+            elif self.scatter and node.op.name == "getitem_grad" and \
+                    self.in_region(node.inputs[0]) and \
+                    fusable_scatter(node, node.inputs[0].dims):
+                self.fuse(node, self.region[id(node.inputs[0])])
+                self.scatters.add(id(node))
             else:
                 deps = set()
                 for i in node.inputs:
@@ -227,23 +283,30 @@ class _Grower:
                     merged.append(r)
 
 
-def build_plan(graph: FoldedGraph) -> Plan:
-    """Group the folded graph into kernels and steps, in an order that respects data flow."""
+def build_plan(graph: FoldedGraph, scatter: bool = True) -> Plan:
+    """Group the folded graph into kernels and steps, in an order that respects data flow
+    (``scatter``: fuse getitem_grad into kernels; the cuda target runs them as steps)."""
     try:
-        return _build_plan(graph, True)
+        return _build_plan(graph, True, scatter)
     except _Cycle:
-        return _build_plan(graph, False)
+        pass
+    try:
+        return _build_plan(graph, False, scatter)
+    except _Cycle:
+        return _build_plan(graph, False, False)
 
 
 class _Cycle(Exception):
     pass
 
 
-def _build_plan(graph: FoldedGraph, siblings: bool) -> Plan:
-    grower = _Grower(graph)
+def _build_plan(graph: FoldedGraph, siblings: bool, scatter: bool) -> Plan:
+    grower = _Grower(graph, scatter)
     grower.run()
     if siblings:
         grower.merge_siblings()
+    if scatter:
+        grower.share_buffers()
     find = grower.uf.find
     kernels: dict = {}
     for node in graph.order:
@@ -263,15 +326,22 @@ def _build_plan(graph: FoldedGraph, siblings: bool) -> Plan:
         if id(node) in grower.fused:
             unit_of[id(node)] = kernels[find(grower.region[id(node)])]
     for kernel in kernels.values():
-        _kernel_io(kernel, graph, unit_of, wanted, grower.fused)
+        _kernel_io(kernel, graph, unit_of, wanted, grower)
     units = _schedule(graph, kernels, unit_of)
     for k, kernel in enumerate(u for u in units if isinstance(u, Kernel)):
         kernel.index = k
     return Plan(graph, units, list(graph.outputs))
 
 
+def _buffer(node: LNode, buffer_of: dict) -> LNode:
+    while id(node) in buffer_of:
+        node = buffer_of[id(node)]
+    return node
+
+
 def _kernel_io(kernel: Kernel, graph: FoldedGraph, unit_of: dict, wanted: set,
-               fused: set) -> None:
+               grower: _Grower) -> None:
+    fused = grower.fused
     members = {id(n) for n in kernel.nodes}
     seen: set = set()
     for node in kernel.nodes:
@@ -286,7 +356,11 @@ def _kernel_io(kernel: Kernel, graph: FoldedGraph, unit_of: dict, wanted: set,
         consumers = graph.consumers[id(node)]
         stored = id(node) in wanted
         for c in consumers:
-            if id(c) in fused and unit_of.get(id(c)) is kernel:
+            if id(c) in fused and unit_of.get(id(c)) is kernel and \
+                    c.op.name == "getitem_grad":
+                kernel.outputs.append(KernelOutput(_buffer(c, grower.buffer_of), node,
+                                                   key=c.attrs["key"], like=c.inputs[1]))
+            elif id(c) in fused and unit_of.get(id(c)) is kernel:
                 kernel.outputs.append(KernelOutput(
                     c, node, reduction_axes(c), c.op.name == "reduce_mean"))
             elif unit_of.get(id(c)) is not kernel:

@@ -8,7 +8,9 @@ One scalar body per kernel, printed from the lowered sympy; two loop templates:
   driver adds up afterwards, so no two threads write the same element.
 
 Sums over a suffix of the axes use a local scalar accumulator; other sums accumulate
-into their (keepdims-shaped) output array. Float sums accumulate in float64.
+into their (keepdims-shaped) output array. Float sums accumulate in float64. Scatters
+(``scatter.py``) add into a zeroed buffer at the mapped index; scatters that share a
+buffer share its parameter (the first one's ``r<k>``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from .lower import LoweredKernel
 from .printer import NumbaPrinter
 from .regions import KernelOutput
+from .scatter import scatter_index
 
 FASTMATH = "{'contract', 'afn', 'reassoc', 'arcp', 'nsz'}"
 OPTIONS = "cache=True, error_model='numpy', fastmath=FASTMATH"
@@ -35,13 +38,19 @@ class InputAccess:
 
 @dataclass
 class OutputAccess:
-    """How the loop writes one output: 'store', 'suffix' (local sum over axes k..) or
-    'array' (sum into the array); ``chunked`` when it has a leading per-chunk axis."""
+    """How the loop writes one output: 'store', 'suffix' (local sum over axes k..),
+    'array' (sum into the array) or 'scatter'; ``chunked`` when it has a leading per-chunk
+    axis; ``shares``: the index of the earlier scatter whose buffer this one adds into."""
 
     out: KernelOutput
     mode: str
     chunked: bool
     suffix: int = 0
+    shares: int = -1
+
+    @property
+    def is_param(self) -> bool:
+        return self.shares < 0
 
 
 def input_access(dims: tuple, it_dims: tuple) -> InputAccess:
@@ -63,7 +72,21 @@ def input_access(dims: tuple, it_dims: tuple) -> InputAccess:
     return InputAccess("[" + ", ".join(idx) + "]", False)
 
 
+def output_accesses(outputs: list, rank: int, parallel: bool) -> list:
+    """The accesses of a kernel's outputs (scatters into one buffer share a parameter)."""
+    accesses, first = [], {}
+    for k, out in enumerate(outputs):
+        acc = output_access(out, rank, parallel)
+        if out.is_scatter:
+            acc.shares = first.setdefault(id(out.node), k)
+            acc.shares = -1 if acc.shares == k else acc.shares
+        accesses.append(acc)
+    return accesses
+
+
 def output_access(out: KernelOutput, rank: int, parallel: bool) -> OutputAccess:
+    if out.is_scatter:
+        return OutputAccess(out, "scatter", False)
     if not out.is_reduction or not out.axes:
         return OutputAccess(out, "store", False)
     axes = set(out.axes)
@@ -133,11 +156,12 @@ def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool) -
     kernel = lowered.kernel
     rank = kernel.rank
     ins = [input_access(i.dims, kernel.dims) for i in kernel.inputs]
-    outs = [output_access(o, rank, parallel) for o in kernel.outputs]
+    outs = output_accesses(kernel.outputs, rank, parallel)
     in_names = [f"x{k}" for k in range(len(ins))]
-    out_names = [f"r{k}" for k in range(len(outs))]
+    out_names = [f"r{k}" if o.is_param else f"r{o.shares}" for k, o in enumerate(outs)]
     dims = [f"n{j}" for j in range(rank)]
-    params = (["nc"] if parallel else []) + dims + in_names + out_names
+    params = (["nc"] if parallel else []) + dims + in_names + \
+        [n for n, o in zip(out_names, outs) if o.is_param]
     decorator = f"@numba.njit({OPTIONS}{', parallel=True' if parallel else ''})"
     lines = [decorator, f"def {name}({', '.join(params)}):"]
     values = [f"e{j}" for j in range(len(lowered.sources))]
@@ -182,6 +206,9 @@ def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool) -
             lines.append(f"{indent * depth}{out_names[k]}[{full}] = {e}")
         elif o.mode == "suffix":
             lines.append(f"{indent * depth}s{k} += {e}")
+        elif o.mode == "scatter":
+            idx = ", ".join(scatter_index(o.out, out_names[k])) or "()"
+            lines.append(f"{indent * depth}{out_names[k]}[{idx}] += {e}")
         else:
             idx = ["0" if j in o.out.axes else f"i{j}" for j in range(rank)]
             lines.append(f"{indent * depth}{out_names[k]}[{chunk if o.chunked else ''}"
