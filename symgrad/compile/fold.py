@@ -7,7 +7,8 @@
 * computes every node whose inputs are all constants (with the reference interpreter,
   so the folded value is exactly what ``sg.evaluate`` computes),
 * turns ``ones_like``/``zeros_like``/``axis_size`` of fully known shapes into constants,
-* merges structurally identical nodes (gradient graphs repeat themselves).
+* merges structurally identical nodes (gradient graphs repeat themselves),
+* applies the rewrites of ``rewrite.py`` (outer products, reuse of computed ``f(x)``).
 
 A constant whose elements are all equal is *uniform*: lowering inlines it as a number.
 
@@ -28,6 +29,7 @@ import numpy as np
 from ..evaluate import run_node
 from ..graph.traversal import placeholders_of, topological_order
 from ..shapes import is_fully_known
+from .rewrite import outer_product, reuse_values
 
 FOLD_LIMIT = 1 << 20  # constants larger than this many elements are not folded
 
@@ -194,7 +196,8 @@ def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGrap
             from ..ops.sources import CONSTANT
             node = LNode(tensor, CONSTANT, (), {}, value=np.asarray(value, tensor.dtype))
         else:
-            node = LNode(tensor, tensor.op, inputs, dict(tensor.attrs))
+            node = outer_product(tensor, inputs, lambda op, ins: LNode(tensor, op, ins, {}))
+            node = node or LNode(tensor, tensor.op, inputs, dict(tensor.attrs))
             node.dims = dims.infer(node)
         made[id(tensor)] = _intern(seen, node)
     new_outputs = [None if o is None else made[id(o)] for o in outputs]
@@ -202,6 +205,13 @@ def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGrap
     order = _order(roots)
     for node in order:
         node.dims = dims.resolve(node.dims)
+    consumers: dict = {}
+    for node in order:
+        for i in node.inputs:
+            consumers.setdefault(id(i), []).append(node)
+    from ..ops.elementwise import expr
+    if reuse_values(order, consumers, expr):
+        order = _order(roots)
     return FoldedGraph(order, new_outputs, [made[id(p)] for p in placeholders])
 
 

@@ -1,0 +1,113 @@
+"""Rewrites of the folded graph that let more of it fuse and compute nothing twice.
+
+* ``outer_product``: ``matmul(a, b)`` of 2-D operands with inner length 1 is the
+  broadcast product ``a * b`` (``(n, 1) @ (1, m)``); as an elementwise node it fuses into
+  the region that consumes it instead of materialising an ``n x m`` array.
+* ``reuse_values``: the partials of ``tanh``, ``exp``, ``sigmoid``, ... are written in
+  terms of the op's input (``1 - tanh(x)**2``); where the graph already computes
+  ``t = tanh(x)``, a gradient node reading ``x`` reads ``t`` instead (``1 - t**2``): the
+  function is not evaluated a second time, and ``x`` often need not be stored at all.
+
+>>> import symgrad as sg
+>>> from symgrad.compile.fold import fold_graph
+>>> x = sg.placeholder("x", shape=(3,))
+>>> y = sg.reduce_sum(sg.tanh(x))
+>>> g = fold_graph([y] + sg.gradients(y, x), [x])
+>>> node = g.outputs[1]
+>>> [i.op.name for i in node.inputs], node.attrs["expr"]
+(['tanh'], 1 - _0**2)
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import sympy as sp
+
+from ..ops.symbols import dtype_kind, input_symbol
+
+
+def outer_product(tensor, inputs: list, make) -> Optional[object]:
+    """The elementwise ``a * b`` standing for ``matmul(a, b)`` when the inner length is 1
+    (``make(op, inputs)`` builds the LNode), else None."""
+    if tensor.op.name != "matmul" or len(inputs) != 2:
+        return None
+    a, b = inputs
+    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != 1 or b.shape[0] != 1:
+        return None
+    if not (a.dtype == b.dtype == tensor.dtype) or tensor.dtype.kind != "f":
+        return None
+    from ..ops.elementwise import multiply
+    return make(multiply, [a, b])
+
+
+def _formula(node, symbols: list) -> sp.Expr:
+    """The node's sympy form over ``symbols`` (uniform constant inputs inlined)."""
+    from .lower import number
+    args = [number(i.uniform) if i.is_const and i.uniform is not None else s
+            for i, s in zip(node.inputs, symbols)]
+    positional = tuple(input_symbol(k, dtype_kind(i.dtype)) for k, i in enumerate(node.inputs))
+    return sp.sympify(node.op.formula(positional, node.attrs)).xreplace(
+        dict(zip(positional, args)))
+
+
+def _expensive(expr: sp.Expr) -> bool:
+    """Worth reading from memory rather than recomputing: a function call, not a power
+    or product (reading a stored ``x**2`` costs more than squaring)."""
+    return bool(expr.atoms(sp.Function)) and not expr.has(sp.Piecewise)
+
+
+def _unary_consumers(node, consumers: dict) -> list:
+    """Elementwise consumers of ``node`` that read nothing else (but uniform constants)."""
+    out = []
+    for c in consumers.get(id(node), ()):
+        if c.kind != "elementwise" or c.is_const or c.dtype != node.dtype or \
+                c.dims != node.dims:
+            continue
+        if all(i is node or (i.is_const and i.uniform is not None) for i in c.inputs):
+            out.append(c)
+    return out
+
+
+def reuse_values(order: list, consumers: dict, expr_op) -> int:
+    """Rewrite elementwise nodes in place to read computed ``f(x)`` instead of
+    recomputing it; returns how many nodes changed (the caller re-sorts the graph)."""
+    changed = 0
+    for node in order:
+        if node.kind != "elementwise" or node.is_const or node.dtype.kind != "f":
+            continue
+        candidates = []
+        for i in node.inputs:
+            candidates += [t for t in _unary_consumers(i, consumers)
+                           if t is not node and t.dtype == node.dtype and t not in candidates]
+        if not candidates:
+            continue
+        inputs = list(node.inputs)
+        symbols = [sp.Dummy(f"s{k}", real=True) for k in range(len(inputs))]
+        formula = _formula(node, symbols)
+        for t in candidates:
+            pattern = _formula(t, [symbols[inputs.index(i)] if i in inputs else None
+                                   for i in t.inputs])
+            if not _expensive(pattern) or not formula.has(pattern):
+                continue
+            symbols.append(sp.Dummy(f"s{len(inputs)}", real=True))
+            inputs.append(t)
+            formula = formula.xreplace({pattern: symbols[-1]})
+        if len(inputs) == len(node.inputs):
+            continue
+        _set_expr(node, inputs, symbols, formula, expr_op)
+        changed += 1
+    return changed
+
+
+def _set_expr(node, inputs: list, symbols: list, formula: sp.Expr, expr_op) -> None:
+    """Make ``node`` an ``expr`` node over the inputs its formula still uses."""
+    used = formula.free_symbols
+    keep = [(i, s) for i, s in zip(inputs, symbols) if s in used]
+    if not keep:   # a constant formula: keep one input to carry the shape
+        keep = [(inputs[0], symbols[0])]
+    positional = [input_symbol(k, dtype_kind(i.dtype)) for k, (i, _) in enumerate(keep)]
+    node.op = expr_op
+    node.inputs = tuple(i for i, _ in keep)
+    node.attrs = {"expr": formula.xreplace({s: p for (_, s), p in zip(keep, positional)}),
+                  "dtype": node.dtype}
