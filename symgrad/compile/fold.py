@@ -29,7 +29,7 @@ import numpy as np
 from ..evaluate import run_node
 from ..graph.traversal import placeholders_of, topological_order
 from ..shapes import is_fully_known
-from .rewrite import outer_product, reuse_values
+from .rewrite import clone_cheap, outer_product, reuse_values
 
 FOLD_LIMIT = 1 << 20  # constants larger than this many elements are not folded
 
@@ -210,7 +210,12 @@ def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGrap
         for i in node.inputs:
             consumers.setdefault(id(i), []).append(node)
     from ..ops.elementwise import expr
-    if reuse_values(order, consumers, expr):
+    changed = reuse_values(order, consumers, expr)
+    consumers = {}
+    for node in order:
+        for i in node.inputs:
+            consumers.setdefault(id(i), []).append(node)
+    if changed + clone_cheap(order, consumers, _copy):
         order = _order(roots)
     return FoldedGraph(order, new_outputs, [made[id(p)] for p in placeholders])
 
@@ -303,6 +308,12 @@ def _bypass_broadcasts(inputs: list, dims: "Dims") -> list:
             node = node.inputs[0]
             out[k] = node
     return out
+
+
+def _copy(node: LNode) -> LNode:
+    copy = LNode(node.tensor, node.op, node.inputs, dict(node.attrs))
+    copy.dims = node.dims
+    return copy
 
 
 def _intern(seen: dict, node: LNode) -> LNode:

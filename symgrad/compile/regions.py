@@ -385,11 +385,15 @@ def _schedule(graph: FoldedGraph, kernels: dict, unit_of: dict) -> list:
             units.append(unit)
     preds: dict = {id(u): set() for u in units}
     succs: dict = {id(u): set() for u in units}
+    members = {id(n) for k in kernels.values() for n in k.nodes}
     for node in graph.order:
         unit = unit_of.get(id(node))
         if unit is None:
             continue
-        for i in node.inputs:
+        inputs = node.inputs
+        if isinstance(unit, Kernel) and id(node) not in members and len(inputs) == 2:
+            inputs = inputs[:1]   # a fused unbroadcast/scatter reads only the shape of 'like'
+        for i in inputs:
             producer = unit_of.get(id(i))
             if producer is not None and producer is not unit:
                 preds[id(unit)].add(id(producer))

@@ -111,3 +111,42 @@ def _set_expr(node, inputs: list, symbols: list, formula: sp.Expr, expr_op) -> N
     node.inputs = tuple(i for i, _ in keep)
     node.attrs = {"expr": formula.xreplace({s: p for (_, s), p in zip(keep, positional)}),
                   "dtype": node.dtype}
+
+
+_VIEWS = ("getitem", "expand_dims", "transpose", "reshape")
+CHEAP_OPS = 4   # at most this many arithmetic operations make a node cheap to recompute
+
+
+def _cheap_read(node) -> bool:
+    """A placeholder, a constant, or a numpy view of a placeholder (small to read)."""
+    while node.op.name in _VIEWS:
+        node = node.inputs[0]
+    return node.op.name == "placeholder" or node.is_const
+
+
+def _expands(node, i) -> bool:
+    """Whether ``node`` broadcasts input ``i`` up: it is larger than what it reads."""
+    dims = (1,) * (len(node.dims) - len(i.dims)) + tuple(i.dims)
+    return any(d == 1 and n != 1 for d, n in zip(dims, node.dims))
+
+
+def clone_cheap(order: list, consumers: dict, make) -> int:
+    """Give every consumer but the first its own copy of a cheap elementwise node that
+    broadcasts placeholders up (``P[:, None] - P[None]``): a consumer in another kernel then recomputes
+    it from the small inputs instead of the first kernel storing a large array (copies in
+    one kernel are merged again by cse). ``make(node)`` copies a node."""
+    changed = 0
+    for node in order:
+        users = consumers.get(id(node), [])
+        if node.kind != "elementwise" or node.is_const or len(users) < 2 or \
+                not all(_cheap_read(i) and _expands(node, i) for i in node.inputs):
+            continue
+        symbols = [sp.Dummy(f"s{k}", real=True) for k in range(len(node.inputs))]
+        formula = _formula(node, symbols)
+        if formula.atoms(sp.Function) or sp.count_ops(formula) > CHEAP_OPS:
+            continue
+        for user in users[1:]:
+            copy = make(node)
+            user.inputs = tuple(copy if i is node else i for i in user.inputs)
+            changed += 1
+    return changed
