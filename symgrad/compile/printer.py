@@ -147,7 +147,8 @@ class NumbaPrinter:
         if not denom:
             return num
         den = "*".join(self._operand(f, False) for f in denom)
-        simple = len(denom) == 1 and (denom[0].is_Atom or isinstance(denom[0], sp.Function))
+        simple = len(denom) == 1 and (denom[0].is_Atom or denom[0].is_Add  # Add: has parens
+                                      or isinstance(denom[0], sp.Function))
         return f"{num}/{den}" if simple else f"{num}/({den})"
 
     def _print_Pow(self, expr) -> str:
