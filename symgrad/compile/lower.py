@@ -23,7 +23,7 @@ import sympy as sp
 from ..ops.symbols import dtype_kind, input_symbol
 from .regions import Kernel
 
-_RESERVED = re.compile(r"^([inotvscr]\d+|c|nc|lo|hi|math|np|numba|prange|f32|acc\d*|"
+_RESERVED = re.compile(r"^([inotvscru]\d+|c|nc|lo|hi|math|np|numba|prange|f32|acc\d*|"
                        r"shape|run|args)$")
 
 
@@ -88,11 +88,23 @@ def kernel_float_dtype(kernel: Kernel) -> str:
     return "float32" if floats == {"float32"} else "float64"
 
 
+# A region node whose inlined expression would exceed this many operations (counted as a
+# tree) is bound to a symbol of its own: sympy re-evaluates every composed expression it
+# builds (Mul/Pow canonicalisation calls gcd, expand, ...), which is exponential on deep
+# shared DAGs. Below the limit, inlining lets cse share work between values and gradients.
+INLINE_LIMIT = 64
+
+
 def region_exprs(kernel: Kernel) -> tuple:
-    """(input symbols, {id(region node): sympy expression over them})."""
+    """(input symbols, {id(region node): sympy expression}, bound intermediates).
+
+    Expressions are over the input symbols and the intermediates ``u<k>``; ``bound`` lists
+    ``(u<k>, expression)`` in region order."""
     names = symbol_names(kernel.inputs)
     symbols = [_symbol(n, i.dtype) for n, i in zip(names, kernel.inputs)]
     value = {id(i): s for i, s in zip(kernel.inputs, symbols)}
+    size = {id(i): 1 for i in kernel.inputs}
+    bound = []
     for node in kernel.nodes:
         args = []
         for i in node.inputs:
@@ -102,17 +114,49 @@ def region_exprs(kernel: Kernel) -> tuple:
                 args.append(number(i.uniform))
         positional = tuple(input_symbol(k, dtype_kind(i.dtype)) for k, i in enumerate(node.inputs))
         formula = node.op.formula(positional, node.attrs)
-        value[id(node)] = sp.sympify(formula).xreplace(dict(zip(positional, args)))
-    return symbols, value
+        expr = sp.sympify(formula).xreplace(dict(zip(positional, args)))
+        tree_size = 1 + sum(size.get(id(i), 1) for i in node.inputs)
+        if tree_size > INLINE_LIMIT and not expr.is_Atom:
+            symbol = _symbol(f"u{len(bound)}", node.dtype)
+            bound.append((symbol, expr))
+            expr, tree_size = symbol, 1
+        value[id(node)] = expr
+        size[id(node)] = tree_size
+    return symbols, value, bound
+
+
+def _in_dependency_order(assignments: list) -> list:
+    """Assignments (symbol, expr) ordered so that every symbol is defined before use."""
+    pending = {s: e for s, e in assignments}
+    ordered, done = [], set()
+    for root, _ in assignments:
+        stack = [(root, False)]
+        while stack:
+            sym, expanded = stack.pop()
+            if sym in done:
+                continue
+            if expanded:
+                done.add(sym)
+                ordered.append((sym, pending[sym]))
+                continue
+            stack.append((sym, True))
+            stack.extend((d, False) for d in pending[sym].free_symbols
+                         if d in pending and d not in done)
+    return ordered
 
 
 def lower_kernel(kernel: Kernel) -> LoweredKernel:
-    symbols, value = region_exprs(kernel)
+    symbols, value, bound = region_exprs(kernel)
     sources = []
     for out in kernel.outputs:
         if out.source not in sources:
             sources.append(out.source)
     exprs = [value[id(s)] for s in sources]
-    replacements, results = sp.cse(exprs, symbols=sp.numbered_symbols("t"), order="none")
-    return LoweredKernel(kernel, symbols, sources, exprs, list(replacements), list(results),
+    replacements, reduced = sp.cse([e for _, e in bound] + exprs,
+                                   symbols=sp.numbered_symbols("t"), order="none")
+    statements = list(replacements) + [(u, r) for (u, _), r in zip(bound, reduced)]
+    results = list(reduced[len(bound):])
+    if bound:
+        statements = _in_dependency_order(statements)
+    return LoweredKernel(kernel, symbols, sources, exprs, statements, results,
                          kernel_float_dtype(kernel))
