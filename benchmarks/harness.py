@@ -356,6 +356,10 @@ def machine_info():
         except Exception:
             info[mod] = None
     try:
+        info["loadavg_1_5_15"] = os.getloadavg()
+    except OSError:
+        pass
+    try:
         with open("/proc/cpuinfo") as fh:
             for line in fh:
                 if line.startswith("model name"):
@@ -375,8 +379,19 @@ def write_json(path, payload):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w") as fh:
-        json.dump(payload, fh, indent=1, default=_json_default)
+        json.dump(_finite(payload), fh, indent=1, default=_json_default)
     os.replace(tmp, path)
+
+
+def _finite(o):
+    """inf/nan are not JSON: write them as null."""
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite(v) for v in o]
+    return o
 
 
 def _json_default(o):

@@ -49,7 +49,7 @@ def main(argv=None):
         "memory": not args.no_memory,
         "verbose": args.verbose,
         "systems": [s.strip() for s in args.systems.split(",") if s.strip()],
-        "compile_timeout_s": 120 if args.quick else 240,
+        "compile_timeout_s": 45 if args.quick else 90,   # per W6 probe process
     }
 
     def log(msg):

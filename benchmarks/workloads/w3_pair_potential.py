@@ -52,7 +52,7 @@ def loss(ops, P, mask):
 # --- numpy by hand: materialises N x N x 3 ------------------------------------
 
 def numpy_factory(data):
-    P, mask = data["P"], data["mask"]
+    P = data["P"]
 
     def call():
         D = P[:, None, :] - P[None, :, :]
@@ -105,9 +105,40 @@ def _serial(P, G):
     return E
 
 
+@numba.njit(fastmath=FASTMATH, cache=True)
+def _row(P, i, G):
+    """Pairs (i, j > i): accumulate forces into G, return the energy."""
+    n = P.shape[0]
+    xi = P[i, 0]
+    yi = P[i, 1]
+    zi = P[i, 2]
+    gx = 0.0
+    gy = 0.0
+    gz = 0.0
+    e = 0.0
+    for j in range(i + 1, n):
+        dx = xi - P[j, 0]
+        dy = yi - P[j, 1]
+        dz = zi - P[j, 2]
+        inv = 1.0 / (dx * dx + dy * dy + dz * dz)
+        inv3 = inv * inv * inv
+        e += 4.0 * (inv3 * inv3 - inv3)
+        c = 8.0 * inv * (3.0 * inv3 - 6.0 * inv3 * inv3)
+        gx += c * dx
+        gy += c * dy
+        gz += c * dz
+        G[j, 0] -= c * dx
+        G[j, 1] -= c * dy
+        G[j, 2] -= c * dz
+    G[i, 0] += gx
+    G[i, 1] += gy
+    G[i, 2] += gz
+    return e
+
+
 @numba.njit(fastmath=FASTMATH, parallel=True, cache=True)
 def _prange(P, G):
-    """i<j pairs; rows i and n-1-i go to the same iteration (balanced work);
+    """i<j pairs; rows k and n-1-k go to the same iteration (balanced work);
     per-thread force buffers avoid races."""
     n = P.shape[0]
     nt = numba.get_num_threads()
@@ -116,36 +147,19 @@ def _prange(P, G):
     half = (n + 1) // 2
     for k in numba.prange(half):
         t = numba.get_thread_id()
-        for rep in range(2):
-            i = k if rep == 0 else n - 1 - k
-            if rep == 1 and i == k:
-                break
-            xi = P[i, 0]
-            yi = P[i, 1]
-            zi = P[i, 2]
-            gx = 0.0
-            gy = 0.0
-            gz = 0.0
-            e = 0.0
-            for j in range(i + 1, n):
-                dx = xi - P[j, 0]
-                dy = yi - P[j, 1]
-                dz = zi - P[j, 2]
-                inv = 1.0 / (dx * dx + dy * dy + dz * dz)
-                inv3 = inv * inv * inv
-                e += 4.0 * (inv3 * inv3 - inv3)
-                c = 8.0 * inv * (3.0 * inv3 - 6.0 * inv3 * inv3)
-                gx += c * dx
-                gy += c * dy
-                gz += c * dz
-                Gt[t, j, 0] -= c * dx
-                Gt[t, j, 1] -= c * dy
-                Gt[t, j, 2] -= c * dz
-            Gt[t, i, 0] += gx
-            Gt[t, i, 1] += gy
-            Gt[t, i, 2] += gz
-            Et[t] += e
-    G[:, :] = Gt.sum(axis=0)
+        Gk = Gt[t]
+        e = _row(P, k, Gk)
+        k2 = n - 1 - k
+        if k2 != k:
+            e += _row(P, k2, Gk)
+        Et[t] += e
+    # explicit reduction: Gt.sum(axis=0) is very slow under parallel=True
+    for i in range(n):
+        for c in range(3):
+            acc = 0.0
+            for t in range(nt):
+                acc += Gt[t, i, c]
+            G[i, c] = acc
     return Et.sum()
 
 

@@ -42,7 +42,6 @@ def loss(ops, W1, b1, W2, b2, X, Y):
 
 def numpy_factory(data):
     W1, b1, W2, b2, X, Y = (data[k] for k in ("W1", "b1", "W2", "b2", "X", "Y"))
-    n = X.shape[0]
 
     def call():
         H = np.tanh(X @ W1 + b1)
@@ -61,17 +60,13 @@ def numpy_factory(data):
 # --- numba by hand: one fused pass over the batch, no BLAS --------------------
 
 @numba.njit(fastmath=FASTMATH, cache=True)
-def _serial(W1, b1, W2, b2, X, Y, gW1, gb1, gW2, gb2):
-    n, d = X.shape
+def _batch(W1, b1, W2, b2, X, Y, lo, hi, scale, gW1, gb1, gW2, gb2):
+    """Samples lo..hi-1, accumulating into the given buffers; returns sum r^2."""
+    d = X.shape[1]
     h = W1.shape[1]
     z = np.empty(h)
-    gW1[:] = 0.0
-    gb1[:] = 0.0
-    gW2[:] = 0.0
-    gb2[:] = 0.0
     acc = 0.0
-    scale = 2.0 / n
-    for s in range(n):
+    for s in range(lo, hi):
         for k in range(h):
             z[k] = b1[k]
         for j in range(d):
@@ -95,55 +90,50 @@ def _serial(W1, b1, W2, b2, X, Y, gW1, gb1, gW2, gb2):
             xj = X[s, j]
             for k in range(h):
                 gW1[j, k] += xj * z[k]
-    return acc / n
+    return acc
+
+
+@numba.njit(fastmath=FASTMATH, cache=True)
+def _reduce_into(parts, out):
+    for i in range(out.shape[0]):
+        acc = 0.0
+        for t in range(parts.shape[0]):
+            acc += parts[t, i]
+        out[i] = acc
 
 
 @numba.njit(fastmath=FASTMATH, parallel=True, cache=True)
 def _prange(W1, b1, W2, b2, X, Y, gW1, gb1, gW2, gb2):
-    n, d = X.shape
-    h = W1.shape[1]
+    """Batch split into one chunk per thread, per-thread gradient buffers."""
+    n = X.shape[0]
     nt = numba.get_num_threads()
-    # per-thread accumulators, reduced at the end
-    tW1 = np.zeros((nt, d, h))
-    tb1 = np.zeros((nt, h))
-    tW2 = np.zeros((nt, h))
-    tb2 = np.zeros(nt)
+    tW1 = np.zeros((nt,) + W1.shape)
+    tb1 = np.zeros((nt,) + b1.shape)
+    tW2 = np.zeros((nt,) + W2.shape)
+    tb2 = np.zeros((nt,) + b2.shape)
     tacc = np.zeros(nt)
-    scale = 2.0 / n
     chunk = (n + nt - 1) // nt
     for t in numba.prange(nt):
-        z = np.empty(h)
         lo = t * chunk
         hi = min(n, lo + chunk)
-        for s in range(lo, hi):
-            for k in range(h):
-                z[k] = b1[k]
-            for j in range(d):
-                xj = X[s, j]
-                for k in range(h):
-                    z[k] += xj * W1[j, k]
-            out = b2[0]
-            for k in range(h):
-                z[k] = math.tanh(z[k])
-                out += z[k] * W2[k, 0]
-            r = out - Y[s, 0]
-            tacc[t] += r * r
-            dr = scale * r
-            tb2[t] += dr
-            for k in range(h):
-                zk = z[k]
-                tW2[t, k] += dr * zk
-                z[k] = dr * W2[k, 0] * (1.0 - zk * zk)
-                tb1[t, k] += z[k]
-            for j in range(d):
-                xj = X[s, j]
-                for k in range(h):
-                    tW1[t, j, k] += xj * z[k]
-    gW1[:, :] = tW1.sum(axis=0)
-    gb1[:] = tb1.sum(axis=0)
-    gW2[:, 0] = tW2.sum(axis=0)
-    gb2[0] = tb2.sum()
+        tacc[t] = _batch(W1, b1, W2, b2, X, Y, lo, hi, 2.0 / n,
+                         tW1[t], tb1[t], tW2[t], tb2[t])
+    # explicit reductions: ndarray.sum(axis=0) is very slow under parallel=True
+    _reduce_into(tW1.reshape(nt, -1), gW1.reshape(-1))
+    _reduce_into(tb1, gb1)
+    _reduce_into(tW2.reshape(nt, -1), gW2.reshape(-1))
+    _reduce_into(tb2, gb2)
     return tacc.sum() / n
+
+
+@numba.njit(fastmath=FASTMATH, cache=True)
+def _serial(W1, b1, W2, b2, X, Y, gW1, gb1, gW2, gb2):
+    n = X.shape[0]
+    gW1[:, :] = 0.0
+    gb1[:] = 0.0
+    gW2[:, :] = 0.0
+    gb2[:] = 0.0
+    return _batch(W1, b1, W2, b2, X, Y, 0, n, 2.0 / n, gW1, gb1, gW2, gb2) / n
 
 
 def _numba_factory(kernel):
