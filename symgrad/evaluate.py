@@ -18,13 +18,14 @@ from .graph.tensor import Tensor
 from .graph.traversal import placeholders_of, topological_order
 
 
-def _outputs_list(outputs: Any) -> tuple:
+def output_list(outputs: Any, api: str) -> tuple:
+    """(list of Tensors or None, whether a single Tensor was given) for ``api``'s outputs."""
     if isinstance(outputs, Tensor) or outputs is None:
         return [outputs], True
     outputs = list(outputs)
     for k, o in enumerate(outputs):
         if o is not None and not isinstance(o, Tensor):
-            raise TypeError(f"sg.evaluate: outputs[{k}] must be a Tensor or None, got "
+            raise TypeError(f"{api}: outputs[{k}] must be a Tensor or None, got "
                             f"{type(o).__name__}")
     return outputs, False
 
@@ -62,7 +63,7 @@ def evaluate(outputs: Any, feed_dict: Mapping | None = None) -> Any:
     ``feed_dict`` maps placeholder Tensors (or their names) to values. Returns a list,
     or a single array when ``outputs`` is a single Tensor.
     """
-    outputs, single = _outputs_list(outputs)
+    outputs, single = output_list(outputs, "sg.evaluate")
     order = topological_order([o for o in outputs if o is not None])
     values = _feed_values(placeholders_of(order), feed_dict or {})
     for node in order:

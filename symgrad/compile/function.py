@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CompileError, FeedError, ShapeError
-from ..evaluate import run_node
+from ..evaluate import output_list, run_node
 from ..feeds import check_feed
 from ..graph.tensor import Tensor
 from ..graph.traversal import placeholders_of, topological_order
@@ -96,17 +96,6 @@ def _numba_errors() -> tuple:
     return (NumbaError,)
 
 
-def _as_outputs(outputs: Any) -> tuple:
-    if isinstance(outputs, Tensor) or outputs is None:
-        return [outputs], True
-    outputs = list(outputs)
-    for k, o in enumerate(outputs):
-        if o is not None and not isinstance(o, Tensor):
-            raise TypeError(f"sg.function: outputs[{k}] must be a Tensor or None, got "
-                            f"{type(o).__name__}")
-    return outputs, False
-
-
 def _as_inputs(inputs: Any, outputs: list) -> list:
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     for k, p in enumerate(inputs):
@@ -130,7 +119,7 @@ def function(inputs: Any, outputs: Any, target: str = "cpu") -> CompiledFunction
     """Compile ``outputs`` as functions of the placeholders ``inputs`` (see API.md)."""
     if target not in TARGETS:
         raise ValueError(f"sg.function: unknown target {target!r}; use one of {TARGETS}")
-    outputs, single = _as_outputs(outputs)
+    outputs, single = output_list(outputs, "sg.function")
     inputs = _as_inputs(inputs, outputs)
     graph = fold_graph(outputs, inputs)
     plan = build_plan(graph, scatter=target != "cuda")  # cuda runs getitem_grad as steps
