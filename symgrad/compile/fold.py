@@ -32,6 +32,7 @@ from ..shapes import is_fully_known
 from .rewrite import clone_cheap, outer_product, reuse_values
 
 FOLD_LIMIT = 1 << 20  # constants larger than this many elements are not folded
+INFLATE_MIN = 4096    # larger elementwise folds that would grow the constant bytes are not made
 
 
 class LNode:
@@ -159,7 +160,20 @@ def _fold_value(tensor, inputs: list) -> Optional[np.ndarray]:
         value = run_node(tensor, [i.value for i in inputs])
     except Exception:  # noqa: BLE001 - a failing fold is left for run time to report
         return None
-    return value if value.size <= FOLD_LIMIT else None
+    if value.size > FOLD_LIMIT or _inflates(tensor, inputs, value):
+        return None
+    return value
+
+
+def _inflates(tensor, inputs: list, value: np.ndarray) -> bool:
+    """Whether folding an elementwise node would trade its constant inputs for a larger
+    array (``where(mask, -2.0, 0.0)``: one byte per element becomes eight): left unfolded,
+    the kernel that reads it computes it from the small input instead."""
+    if tensor.op.kind != "elementwise" or value.size <= INFLATE_MIN or \
+            _uniform(np.asarray(value)) is not None:
+        return False
+    read = sum(i.value.nbytes for i in inputs if i.uniform is None)
+    return np.asarray(value).nbytes > read
 
 
 def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGraph:
