@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..shapes import format_shape, is_fully_known
 from .lower import LoweredKernel
+from .nest import Nest, nest_inputs, nest_outputs, nest_source
 from .regions import Kernel, Plan, Step
 from .templates import loop_source, split_body_source
 
@@ -53,8 +54,11 @@ class ModuleWriter:
                 "sign_,", "                                     softplus_)", "",
                 f"FASTMATH = {_fastmath()}", "f32 = np.float32", "array = np.array", "ndarray = np.ndarray", ""]
         parts = ["\n".join(head)]
-        for lk in self.lowered:
-            parts.append(self.kernel_source(lk))
+        for unit in self.plan.units:
+            if isinstance(unit, Kernel):
+                parts.append(self.kernel_source(self.lowered[unit.index]))
+            elif isinstance(unit, Nest):
+                parts.append(self.nest_source(unit))
         parts.append(self.driver())
         return "\n\n\n".join(parts) + "\n"
 
@@ -73,6 +77,58 @@ class ModuleWriter:
         else:
             parts.append(loop_source(lk, f"_k{k.index}_cpu", point, False)[0])
         return "\n\n\n".join(parts)
+
+    def nest_source(self, nest: Nest) -> str:
+        parts = []
+        for k in nest.kernels:
+            role = "pre" if k in nest.pre else "post" if k in nest.post else "outer"
+            names = ", ".join(sorted({n.op.name for n in k.nodes}))
+            comment = (f"# nest {nest.index}, {role} kernel {k.index}: {len(k.nodes)} nodes "
+                       f"({names}) over shape {format_shape(k.shape)}")
+            parts.append(comment + "\n" + split_body_source(self.lowered[k.index],
+                                                              f"_k{k.index}_point"))
+        parts.append(nest_source(nest, self.lowered, f"_n{nest.index}_cpu", False))
+        if self.nest_parallel(nest):
+            parts.append(nest_source(nest, self.lowered, f"_n{nest.index}_parallel", True))
+        return "\n\n\n".join(parts)
+
+    def nest_parallel(self, nest: Nest) -> bool:
+        total = nest.inner
+        for d in nest.outer.shape:
+            total *= d
+        return self.parallel and total >= PARALLEL_THRESHOLD
+
+    def nest_call(self, nest: Nest) -> None:
+        self.emit(f"# nest {nest.index}: kernels {', '.join(str(k.index) for k in nest.kernels)}")
+        for k in nest.kernels:
+            self.emit(f"sh{k.index} = {_tuple(map(str, k.shape))}")
+        parallel = self.nest_parallel(nest)
+        outs = nest_outputs(nest, parallel)
+        if parallel:
+            self.emit(f"nc = min(NTHREADS, {nest.outer.shape[0]})")
+        names = []
+        for o in outs:
+            out = o.kernel.outputs[o.j]
+            name = f"o{o.kernel.index}_{o.j}"
+            names.append(name)
+            if out.is_reduction:
+                shape = _tuple("1" if a in out.axes else str(d)
+                               for a, d in enumerate(o.kernel.shape))
+                dtype = _acc_dtype(out)
+            else:
+                shape, dtype = _tuple(map(str, o.kernel.shape)), f"np.{out.node.dtype.name}"
+            if o.chunked:
+                shape = f"(nc,) + {shape}"
+            self.emit(f"{name} = np.{'zeros' if o.zeroed else 'empty'}({shape}, {dtype})")
+        args = [str(d) for d in nest.outer.shape]
+        args += [self.value_of(n) for n in nest_inputs(nest)]
+        fn = f"_n{nest.index}_{'parallel' if parallel else 'cpu'}"
+        self.emit(f"{fn}({', '.join((['nc'] if parallel else []) + args + names)})")
+        for o, name in zip(outs, names):
+            if o.chunked:
+                self.emit(f"{name} = {name}.sum(0)")
+        for k in [nest.outer] + nest.post:
+            self.finish_outputs(k, {j for j, _ in nest.written(k)})
 
     # --- the driver ---------------------------------------------------------------------
     def emit(self, line: str, depth: int = 1) -> None:
@@ -105,6 +161,8 @@ class ModuleWriter:
         for unit in self.plan.units:
             if isinstance(unit, Kernel):
                 self.kernel_call(unit, unit not in early)
+            elif isinstance(unit, Nest):
+                self.nest_call(unit)
             else:
                 self.step(unit)
         self.emit(f"return {self.returned()}")
@@ -154,6 +212,8 @@ class ModuleWriter:
         for unit in self.plan.units:
             if isinstance(unit, Kernel):
                 fresh |= {o.node.index for o in unit.outputs}
+            elif isinstance(unit, Nest):
+                fresh |= {o.node.index for k in unit.kernels for _, o in unit.written(k)}
             elif unit.node.op.name not in _VIEW_OPS:
                 fresh.add(unit.node.index)
         return fresh
@@ -236,9 +296,11 @@ class ModuleWriter:
             if acc.chunked:
                 self.emit(f"o{i}_{j} = o{i}_{j}.sum(0)", depth)
 
-    def finish_outputs(self, k: Kernel) -> None:
+    def finish_outputs(self, k: Kernel, only=None) -> None:
         i, sh = k.index, f"sh{k.index}"
         for j, o in enumerate(k.outputs):
+            if only is not None and j not in only:
+                continue
             name = f"o{i}_{j}"
             v = f"v{o.node.index}"
             if not o.is_reduction or o.is_scatter:

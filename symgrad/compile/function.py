@@ -27,7 +27,7 @@ from . import cache
 from .driver import ModuleWriter
 from .fold import fold_graph
 from .lower import lower_kernel
-from .regions import Kernel, Plan, build_plan
+from .regions import Kernel, Plan, Step, build_plan
 
 CODEGEN_VERSION = "1"
 TARGETS = ("cpu", "parallel", "cuda")
@@ -122,7 +122,8 @@ def function(inputs: Any, outputs: Any, target: str = "cpu") -> CompiledFunction
     outputs, single = output_list(outputs, "sg.function")
     inputs = _as_inputs(inputs, outputs)
     graph = fold_graph(outputs, inputs)
-    plan = build_plan(graph, scatter=target != "cuda")  # cuda runs getitem_grad as steps
+    # cuda runs getitem_grad as steps and has no loop nests
+    plan = build_plan(graph, scatter=target != "cuda", nested=target != "cuda")
     text = "\n".join([graph.canonical(), target, str(single), cache.versions(), CODEGEN_VERSION])
     key = hashlib.sha256(text.encode()).hexdigest()
     if target == "cuda":   # numba.cuda is imported only here (symgrad/compile/cuda_runtime.py)
@@ -159,7 +160,7 @@ def bind_runtime(module, plan: Plan, inputs: list) -> None:
         if node.is_const:
             ns[f"C{node.index}"] = node.value
     for unit in plan.units:
-        if not isinstance(unit, Kernel):
+        if isinstance(unit, Step):
             ns[f"S{unit.node.index}"] = _step(unit.node.tensor)
     placeholders = plan.graph.placeholders
 

@@ -87,7 +87,14 @@ class Plan:
 
     @property
     def kernels(self) -> list:
-        return [u for u in self.units if isinstance(u, Kernel)]
+        """Every Kernel, in index order (the kernels of a ``nest.Nest`` in place)."""
+        out = []
+        for u in self.units:
+            if isinstance(u, Kernel):
+                out.append(u)
+            elif not isinstance(u, Step):
+                out.extend(u.kernels)
+        return out
 
 
 class _UnionFind:
@@ -283,17 +290,21 @@ class _Grower:
                     merged.append(r)
 
 
-def build_plan(graph: FoldedGraph, scatter: bool = True) -> Plan:
+def build_plan(graph: FoldedGraph, scatter: bool = True, nested: bool = False) -> Plan:
     """Group the folded graph into kernels and steps, in an order that respects data flow
-    (``scatter``: fuse getitem_grad into kernels; the cuda target runs them as steps)."""
+    (``scatter``: fuse getitem_grad into kernels; ``nested``: fuse reduce -> elementwise ->
+    broadcast chains into loop nests, see ``nest.py``; the cuda target uses neither)."""
     try:
-        return _build_plan(graph, True, scatter)
+        plan = _build_plan(graph, True, scatter)
     except _Cycle:
-        pass
-    try:
-        return _build_plan(graph, False, scatter)
-    except _Cycle:
-        return _build_plan(graph, False, False)
+        try:
+            plan = _build_plan(graph, False, scatter)
+        except _Cycle:
+            plan = _build_plan(graph, False, False)
+    if nested:
+        from .nest import nest_plan
+        plan = nest_plan(plan)
+    return plan
 
 
 class _Cycle(Exception):

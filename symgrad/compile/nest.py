@@ -1,0 +1,352 @@
+"""Nested kernels: reduce -> elementwise -> broadcast back, fused into one loop nest.
+
+An array program over pairs often reads ``s = sum_k f(i, j, k)`` (a sum over a short
+trailing axis), computes ``c = g(s, ...)`` per ``(i, j)``, and its gradient broadcasts
+``c`` back along ``k`` (``expand_dims(c, -1) * h(i, j, k)``) and sums that over ``j`` or
+``i``. The flat plan runs three kernels and stores ``s`` and ``c`` as ``n x n`` arrays. A
+``Nest`` runs them as one loop nest over the outer iteration ``(i0, .., i{R-1})``:
+
+* ``pre`` kernels (rank R+1) whose only output is a sum over their last axis, read only
+  by ``outer``: computed per outer element by an unrolled loop over ``k`` into a local;
+* ``outer`` (rank R): the elementwise region, reading those locals;
+* ``post`` kernels (rank R+1) that read ``expand_dims(c, R)`` of an outer value ``c`` (the
+  ``links``): run per outer element for each ``k``, reading ``c`` as a local; their
+  outputs are sums (or stores) over the full rank R+1 iteration.
+
+Values read only through links are not stored (``hidden``). Matching is exact or not
+at all: static shapes, a trailing axis of at most ``INNER_MAX`` (unrolled), no scatter
+outputs; anything else keeps the flat plan. The parallel loop gives chunk ``c`` the rows
+``i0 = c, c + nc, ..`` (balanced for triangular work); sums over axis 0 go to per-chunk
+slots as in the flat templates, so no two threads write one element.
+
+>>> import numpy as np, symgrad as sg
+>>> from symgrad.compile.fold import fold_graph
+>>> from symgrad.compile.regions import build_plan
+>>> P = sg.placeholder("P", shape=(4, 3))
+>>> D = P[:, None, :] - P[None, :, :]
+>>> E = sg.reduce_sum(sg.exp(-sg.reduce_sum(D * D, axis=-1)))
+>>> plan = build_plan(fold_graph([E] + sg.gradients(E, P), [P]), nested=True)
+>>> nest = next(u for u in plan.units if isinstance(u, Nest))
+>>> len(nest.pre), len(nest.post), nest.inner
+(1, 1, 3)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..shapes import is_fully_known
+from .regions import Kernel, Plan, Step
+
+INNER_MAX = 16   # longest trailing axis that is unrolled into a nest
+
+
+@dataclass
+class Nest:
+    """One loop nest: ``pre`` kernels -> ``outer`` -> ``post`` kernels (see module doc)."""
+
+    outer: Kernel
+    pre: list = field(default_factory=list)
+    post: list = field(default_factory=list)
+    links: dict = field(default_factory=dict)    # id(expand_dims node) -> outer node
+    steps: list = field(default_factory=list)    # the expand_dims Steps absorbed
+    hidden: set = field(default_factory=set)     # ids of outer nodes that are not stored
+
+    @property
+    def kernels(self) -> list:
+        return self.pre + [self.outer] + self.post
+
+    @property
+    def index(self) -> int:
+        return self.outer.index
+
+    @property
+    def rank(self) -> int:
+        return self.outer.rank
+
+    @property
+    def inner(self) -> int:
+        return (self.pre or self.post)[0].shape[-1]
+
+    def written(self, kernel: Kernel) -> list:
+        """(j, output) of ``kernel`` that the nest writes to an array."""
+        if kernel in self.pre:
+            return []
+        return [(j, o) for j, o in enumerate(kernel.outputs)
+                if not (kernel is self.outer and not o.is_reduction and id(o.node) in self.hidden)]
+
+
+def nest_plan(plan: Plan) -> Plan:
+    """The plan with every matching pre/outer/post group replaced by one ``Nest``."""
+    units = plan.units
+    position = {id(u): k for k, u in enumerate(units)}
+    producer: dict = {}
+    for u in units:
+        if isinstance(u, Kernel):
+            for o in u.outputs:
+                producer.setdefault(id(o.node), u)
+        else:
+            producer[id(u.node)] = u
+    graph = plan.graph
+    wanted = {id(o) for o in graph.outputs if o is not None}
+    used: set = set()
+    nests: dict = {}
+    for outer in [u for u in units if isinstance(u, Kernel)]:
+        if id(outer) in used or not _flat(outer, outer.rank) or not outer.rank:
+            continue
+        nest = _match(outer, graph, producer, position, wanted, used)
+        if nest is None:
+            continue
+        nests[id(outer)] = nest
+        used |= {id(k) for k in nest.kernels} | {id(s) for s in nest.steps}
+    if not nests:
+        return plan
+    out = []
+    for u in units:
+        if id(u) in nests:
+            out.append(nests[id(u)])
+        elif id(u) not in used:
+            out.append(u)
+    plan = Plan(plan.graph, out, plan.outputs)
+    for k, kernel in enumerate(plan.kernels):
+        kernel.index = k
+    return plan
+
+
+def _flat(kernel: Kernel, rank: int) -> bool:
+    return kernel.rank == rank and is_fully_known(kernel.shape) and \
+        not any(o.is_scatter for o in kernel.outputs)
+
+
+def _inner_ok(kernel: Kernel, outer: Kernel, used: set) -> bool:
+    r = outer.rank
+    return id(kernel) not in used and _flat(kernel, r + 1) and \
+        tuple(kernel.dims[:r]) == tuple(outer.dims) and 1 <= kernel.shape[r] <= INNER_MAX
+
+
+def _match(outer: Kernel, graph, producer: dict, position: dict, wanted: set, used: set):
+    r = outer.rank
+    members = {id(n) for n in outer.nodes}
+    pre = []
+    for i in outer.inputs:
+        u = producer.get(id(i))
+        if not isinstance(u, Kernel) or u in pre or not _inner_ok(u, outer, used) or \
+                len(u.outputs) != 1:
+            continue
+        o = u.outputs[0]
+        if o.node is i and i.op.name == "reduce_sum" and tuple(o.axes) == (r,) and \
+                not o.mean and i.dims == outer.dims and i.dtype.name == "float64" and \
+                o.source.dtype.name == "float64" and id(i) not in wanted and \
+                all(id(c) in members for c in graph.consumers[id(i)]):
+            pre.append(u)
+    nest = Nest(outer, pre)
+    _match_post(nest, graph, producer, position, wanted, used)
+    if not nest.pre and not nest.post:
+        return None
+    inner = {k.shape[r] for k in nest.pre + nest.post}
+    return nest if len(inner) == 1 else None
+
+
+def _match_post(nest: Nest, graph, producer: dict, position: dict, wanted: set,
+                used: set) -> None:
+    outer, r = nest.outer, nest.rank
+    start = position[id(outer)]
+    stored = {id(o.node): o.node for o in outer.outputs if not o.is_reduction}
+    links: dict = {}
+    for u in producer.values():
+        if isinstance(u, Step) and u.node.op.name == "expand_dims" and \
+                tuple(u.node.attrs["axes"]) in ((r,), (-1,)) and \
+                id(u.node.inputs[0]) in stored and id(u.node) not in wanted:
+            links[id(u.node)] = u
+    posts: list = []
+    for u in producer.values():
+        if not isinstance(u, Kernel) or u in posts or not _inner_ok(u, outer, used):
+            continue
+        if position[id(u)] > start and any(id(i) in links for i in u.inputs):
+            posts.append(u)
+    while True:   # a link must be read only by posts; a post must read only kept links
+        post_nodes = {id(n) for p in posts for n in p.nodes}
+        links = {x: s for x, s in links.items()
+                 if all(id(c) in post_nodes for c in graph.consumers[x])}
+        keep = [p for p in posts if any(id(i) in links for i in p.inputs) and
+                all(id(i) in links or _ready(i, producer, position, start) for i in p.inputs)]
+        if len(keep) == len(posts):
+            break
+        posts = keep
+    if not posts:
+        return
+    nest.post = sorted(posts, key=lambda p: position[id(p)])
+    nest.links = {x: s.node.inputs[0] for x, s in links.items()}
+    nest.steps = list(links.values())
+    for o in outer.outputs:
+        c = o.node
+        if o.is_reduction or id(c) in wanted:
+            continue
+        if all(id(x) in links for x in graph.consumers[id(c)]):
+            nest.hidden.add(id(c))
+
+
+def _ready(node, producer: dict, position: dict, start: int) -> bool:
+    """Whether ``node`` is a source, a constant or computed by a unit before ``start``."""
+    unit = producer.get(id(node))
+    return unit is None or position[id(unit)] < start
+
+
+# --- the loop function ----------------------------------------------------------------
+
+@dataclass
+class NestOutput:
+    """How the nest writes output ``j`` of ``kernel``: 'store', 'local' (sum over the
+    outer axes level.. in locals, stored after loop ``level``) or 'array' (``+=``)."""
+
+    kernel: Kernel
+    j: int
+    mode: str
+    level: int
+    chunked: bool
+    inner: bool          # the output has the inner axis (one value per k)
+
+    @property
+    def name(self) -> str:
+        return f"r{self.kernel.index}_{self.j}"
+
+    @property
+    def zeroed(self) -> bool:
+        return self.mode == "array"
+
+
+def nest_outputs(nest: Nest, parallel: bool) -> list:
+    outs = []
+    r = nest.rank
+    for kernel in [nest.outer] + nest.post:
+        for j, o in nest.written(kernel):
+            axes = set(o.axes) if o.is_reduction else set()
+            has_inner = kernel is not nest.outer and r not in axes
+            outer_axes = axes - {r}
+            level = min(outer_axes) if outer_axes else r
+            if not o.is_reduction:
+                mode = "store"
+            elif outer_axes == set(range(level, r)):
+                mode = "local"
+            else:
+                mode = "array"
+            chunked = parallel and 0 in outer_axes
+            outs.append(NestOutput(kernel, j, mode, level, chunked, has_inner))
+    return outs
+
+
+def nest_inputs(nest: Nest) -> list:
+    """The LNodes the nest function reads (pre results and links are computed inside)."""
+    inside = {id(k.outputs[0].node) for k in nest.pre} | set(nest.links)
+    nodes, seen = [], set()
+    for kernel in nest.kernels:
+        for i in kernel.inputs:
+            if id(i) not in inside and id(i) not in seen:
+                seen.add(id(i))
+                nodes.append(i)
+    return nodes
+
+
+def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
+    """The loop function ``name(nc?, n0.., inputs.., outputs..)`` of a nest."""
+    from .templates import OPTIONS, input_access
+    r, inner = nest.rank, nest.inner
+    inputs = nest_inputs(nest)
+    arg = {id(n): f"x{k}" for k, n in enumerate(inputs)}
+    outs = nest_outputs(nest, parallel)
+    params = (["nc"] if parallel else []) + [f"n{j}" for j in range(r)] + \
+        [arg[id(n)] for n in inputs] + [o.name for o in outs]
+    deco = f"@numba.njit({OPTIONS}{', parallel=True' if parallel else ''})"
+    lines = [deco, f"def {name}({', '.join(params)}):"]
+    local: dict = {}       # id(node) -> local name (pre sums, linked outer values)
+    chunk = "c, " if parallel else ""
+
+    def emit(depth: int, text: str) -> None:
+        lines.append("    " * depth + text)
+
+    def read(kernel: Kernel, k=None) -> list:
+        args = []
+        for i in kernel.inputs:
+            if id(i) in local:
+                args.append(local[id(i)])
+                continue
+            index = input_access(i.dims, kernel.dims).index
+            if k is not None:
+                index = re.sub(rf"\bi{r}\b", str(k), index)
+            args.append(arg[id(i)] + index)
+        return args
+
+    def call(depth: int, kernel: Kernel, values: list, k=None) -> None:
+        target = ", ".join(values) + ("," if len(values) == 1 else "")
+        emit(depth, f"{target} = _k{kernel.index}_point({', '.join(read(kernel, k))})")
+
+    def value(kernel: Kernel, node, k=None) -> str:
+        j = [id(s) for s in lowered[kernel.index].sources].index(id(node))
+        return f"e{kernel.index}_{j}" + ("" if k is None else f"_{k}")
+
+    def locals_of(o: NestOutput) -> list:
+        return [f"s{o.kernel.index}_{o.j}_{k}" for k in range(inner)] if o.inner else \
+            [f"s{o.kernel.index}_{o.j}"]
+
+    def index(o: NestOutput, k=None, store=False) -> str:
+        axes = set(o.kernel.outputs[o.j].axes)
+        idx = [("0" if a in axes or (store and a >= o.level) else f"i{a}") for a in range(r)]
+        if o.kernel is not nest.outer:
+            idx.append("0" if k is None else str(k))
+        return (chunk if o.chunked else "") + ", ".join(idx)
+
+    def open_level(depth: int, level: int) -> None:
+        for o in outs:
+            if o.mode == "local" and o.level == level and level < r:
+                for s in locals_of(o):
+                    emit(depth, f"{s} = 0.0")
+
+    def close_level(depth: int, level: int) -> None:
+        for o in outs:
+            if o.mode == "local" and o.level == level and level < r:
+                for k, s in enumerate(locals_of(o)):
+                    emit(depth, f"{o.name}[{index(o, k if o.inner else None, True)}] = {s}")
+
+    depth = 1
+    if parallel:
+        emit(depth, "for c in numba.prange(nc):")
+        depth += 1
+    for j in range(r):
+        open_level(depth, j)
+        bounds = "c, n0, nc" if j == 0 and parallel else f"n{j}"
+        emit(depth, f"for i{j} in range({bounds}):")
+        depth += 1
+    for kernel in nest.pre:
+        total = f"p{kernel.index}"
+        for k in range(inner):
+            call(depth, kernel, [f"{total}_{k}"], k)
+        emit(depth, f"{total} = " + " + ".join(f"{total}_{k}" for k in range(inner)))
+        local[id(kernel.outputs[0].node)] = total
+    o_srcs = lowered[nest.outer.index].sources
+    call(depth, nest.outer, [value(nest.outer, s) for s in o_srcs])
+    for x, c in nest.links.items():
+        local[x] = value(nest.outer, c)
+    for kernel in nest.post:
+        for k in range(inner):
+            call(depth, kernel, [value(kernel, s, k) for s in lowered[kernel.index].sources], k)
+    for o in outs:
+        src = o.kernel.outputs[o.j].source
+        ks = list(range(inner)) if o.kernel is not nest.outer else [None]
+        if o.kernel is nest.outer or o.inner:
+            pairs = [(k, value(o.kernel, src, k)) for k in ks]
+        else:
+            pairs = [(None, " + ".join(value(o.kernel, src, k) for k in ks))]
+        for n, (k, e) in enumerate(pairs):
+            if o.mode == "store":
+                emit(depth, f"{o.name}[{index(o, k)}] = {e}")
+            elif o.mode == "array":
+                emit(depth, f"{o.name}[{index(o, k)}] += {e}")
+            elif o.level == r:
+                emit(depth, f"{o.name}[{index(o, k, True)}] = {e}")
+            else:
+                emit(depth, f"{locals_of(o)[n]} += {e}")
+    for j in reversed(range(r)):
+        depth -= 1
+        close_level(depth, j)
+    return "\n".join(lines)
