@@ -48,9 +48,10 @@ class KernelOutput:
         return self.node is not self.source
 
 
-@dataclass
+@dataclass(eq=False)
 class Kernel:
-    """A fused loop nest over ``shape`` (the static iteration shape of the region)."""
+    """A fused loop nest over ``shape`` (the static iteration shape of the region); kernels
+    compare by identity."""
 
     index: int
     shape: tuple
