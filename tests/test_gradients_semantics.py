@@ -252,3 +252,16 @@ def test_second_derivative_through_a_selection_is_none_as_in_tf():
     for op in (sg.relu, sg.abs):
         (second,) = sg.evaluate(sg.gradients(sg.gradients(op(x), x)[0], x), {x: [0.0, 1.0]})
         np.testing.assert_array_equal(second, [0.0, 0.0])
+
+
+@pytest.mark.parametrize("target", ["evaluate", "cpu", "parallel"])
+def test_where_rule_holds_with_unknown_lengths_and_broadcasting(target):
+    """The mask survives the un-broadcast that unknown (None) lengths require."""
+    s, b = sg.placeholder("s", shape=(None,)), sg.placeholder("b", shape=(None,))
+    y = sg.reduce_sum(sg.where(s > 0, sg.sqrt(s * b), 0.0) + sg.where(s > 0, sg.log(s), 0.0))
+    grads = sg.gradients(y, [s, b])
+    feeds = [np.array([0.0, 1.0, -1.0]), np.array([2.0])]
+    got = (sg.evaluate(grads, dict(zip([s, b], feeds))) if target == "evaluate"
+           else sg.function([s, b], grads, target=target)(*feeds))
+    np.testing.assert_allclose(got[0], [0.0, np.sqrt(2) / 2 + 1.0, 0.0])
+    np.testing.assert_allclose(got[1], [0.5 / np.sqrt(2.0)])

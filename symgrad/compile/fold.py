@@ -135,6 +135,8 @@ def _alias(tensor, inputs: list, dims) -> Optional[LNode]:
     if name in ("unbroadcast", "reshape_like", "broadcast_like") and \
             dims.resolve(inputs[0].dims) == dims.resolve(inputs[1].dims):
         return inputs[0]
+    if name == "unbroadcast_any" and dims.resolve(inputs[1].dims) == dims.resolve(inputs[2].dims):
+        return inputs[0]   # the mask already fits: nothing is summed
     if name == "expand_dims" and not tensor.attrs["axes"]:
         return inputs[0]
     return None
@@ -290,6 +292,8 @@ class Dims:
                 return result
         elif name in ("unbroadcast", "broadcast_like", "reshape_like", "getitem_grad"):
             return ins[1]
+        elif name == "unbroadcast_any":
+            return ins[2]
         elif name in ("cast", "prod_others"):
             return ins[0]
         elif name == "transpose":

@@ -36,7 +36,8 @@ def _needs_unbroadcast(contribution_shape: tuple, target_shape: tuple) -> bool:
 def _fit(contribution: Tensor, target: Tensor) -> tuple:
     """Un-broadcast (and cast) a contribution to the target's shape and dtype.
 
-    Returns ``(tensor, shape_changed)``; a mask is only valid while the shape is kept.
+    Returns ``(tensor, shape_changed)``; a mask that crosses an un-broadcast is reduced
+    with ``unbroadcast_any``.
     """
     changed = False
     if _needs_unbroadcast(contribution.shape, target.shape):
@@ -156,6 +157,8 @@ def reverse_sweep(ys: list, seeds: list, xs: list, stop: set) -> list:
             target = node.inputs[i]
             if id(target) not in reach:
                 continue
-            contribution, changed = _fit(contribution, target)
-            pending[id(target)].append((contribution, None if changed else out_mask))
+            fitted, changed = _fit(contribution, target)
+            if changed and out_mask is not None:  # the sum is 0 where no summed entry is
+                out_mask = F.unbroadcast_any(out_mask, contribution, target)
+            pending[id(target)].append((fitted, out_mask))
     return [final.get(id(x)) for x in xs]

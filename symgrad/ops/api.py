@@ -177,6 +177,10 @@ def unbroadcast(g, like, name: Optional[str] = None):
     return apply(S.unbroadcast, (g, like), None, name)
 
 
+def unbroadcast_any(mask, g, like, name: Optional[str] = None):
+    return apply(S.unbroadcast_any, (mask, g, like), None, name)
+
+
 def reshape_like(x, like, name: Optional[str] = None):
     return apply(S.reshape_like, (x, like), None, name)
 

@@ -158,19 +158,29 @@ broadcast_like = structural(
     vjp=lambda g, out, x, like: (F.unbroadcast(g, x), None), public=False)
 
 
-def unbroadcast_numpy(g, like):
+def unbroadcast_numpy(g, like, reduce=np.sum):
     """Sum ``g`` down to the shape of ``like`` (undo numpy broadcasting)."""
     target = np.shape(like)
     lead = g.ndim - len(target)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, d in enumerate(target) if d == 1 and g.shape[lead + i] != 1)
-    out = np.sum(g, axis=axes, keepdims=True) if axes else g
+    out = reduce(g, axis=axes, keepdims=True) if axes else g
     return np.array(out.reshape(target))
 
 
 unbroadcast = structural(
     "unbroadcast", unbroadcast_numpy, lambda g, like: (like.shape, g.dtype),
     vjp=lambda gg, out, g, like: (F.broadcast_like(gg, g), None), public=False)
+
+
+def _unbroadcast_any_numpy(mask, g, like):
+    return unbroadcast_numpy(np.broadcast_to(mask, np.shape(g)), like, reduce=np.any)
+
+
+# The where-mask of a gradient that is un-broadcast: true where any summed entry was.
+unbroadcast_any = structural(
+    "unbroadcast_any", _unbroadcast_any_numpy,
+    lambda mask, g, like: (like.shape, np.dtype(bool)), differentiable=False, public=False)
 
 
 def _matrix_transpose_perm(ndim):
