@@ -265,3 +265,16 @@ def test_where_rule_holds_with_unknown_lengths_and_broadcasting(target):
            else sg.function([s, b], grads, target=target)(*feeds))
     np.testing.assert_allclose(got[0], [0.0, np.sqrt(2) / 2 + 1.0, 0.0])
     np.testing.assert_allclose(got[1], [0.5 / np.sqrt(2.0)])
+
+
+def test_where_rule_holds_through_slices_and_reshapes():
+    """The mask moves with the gradient through layout ops, so sqrt'(0) = inf below a
+    slice or reshape is never multiplied by the unselected branch's 0."""
+    x = sg.placeholder("x", shape=(4,))
+    v = {x: np.array([1.0, 0.0, 4.0, 0.0])}
+    s = sg.sqrt(x)[1:]
+    (g,) = sg.evaluate(sg.gradients(sg.reduce_sum(sg.where(s > 0, sg.log(s), 0.0)), x), v)
+    np.testing.assert_array_equal(g, [0.0, 0.0, 0.125, 0.0])
+    m = sg.reshape(sg.sqrt(x), (2, 2))
+    (g,) = sg.evaluate(sg.gradients(sg.reduce_sum(sg.where(m > 0, sg.log(m), 0.0)), x), v)
+    np.testing.assert_array_equal(g, [0.5, 0.0, 0.125, 0.0])

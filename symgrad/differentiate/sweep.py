@@ -93,14 +93,20 @@ def _elementwise_contributions(node: Tensor, g: Tensor, mask: Optional[Tensor], 
         yield i, F.expr([terms[k] for k in keep], expression, inp.dtype), out_mask
 
 
-def _structural_contributions(node: Tensor, g: Tensor):
+def _structural_contributions(node: Tensor, g: Tensor, mask: Optional[Tensor]):
+    """vjp contributions; a layout op (``passes_mask``) moves the where-mask with them:
+    its vjp only moves entries around, so applied to the mask it says where they went."""
     if node.op.vjp is None:
         raise NoGradientError(f"No gradient defined for operation '{node.op.name}' "
                               f"(at tensor '{node.name}')")
     grads = node.op.vjp(g, node, *node.inputs, **node.attrs)
+    masks = [None] * len(grads)
+    if mask is not None and node.op.passes_mask:
+        full = mask if mask.shape == g.shape and None not in g.shape else F.broadcast_like(mask, g)
+        masks = node.op.vjp(full, node, *node.inputs, **node.attrs)
     for i, (inp, contribution) in enumerate(zip(node.inputs, grads)):
         if contribution is not None and is_floating(inp.dtype):
-            yield i, contribution, None
+            yield i, contribution, masks[i]
 
 
 def _aggregate(entries: list, like: Tensor) -> tuple:
@@ -152,7 +158,7 @@ def reverse_sweep(ys: list, seeds: list, xs: list, stop: set) -> list:
         if node.op.kind == "elementwise":
             contributions = _elementwise_contributions(node, g, mask, reach)
         else:
-            contributions = _structural_contributions(node, g)
+            contributions = _structural_contributions(node, g, mask)
         for i, contribution, out_mask in contributions:
             target = node.inputs[i]
             if id(target) not in reach:

@@ -141,7 +141,10 @@ def matmul(a, b, name: Optional[str] = None):
 def transpose(x, perm: Optional[Sequence[int]] = None, name: Optional[str] = None):
     """Permute axes; the default reverses them."""
     rank = _rank(x)
-    perm = tuple(reversed(range(rank))) if perm is None else tuple(int(p) % max(rank, 1) for p in perm)
+    if perm is None:
+        perm = tuple(reversed(range(rank)))
+    else:
+        perm = tuple(int(p) % max(rank, 1) for p in perm)
     if sorted(perm) != list(range(rank)):
         raise ShapeError(f"transpose: perm {perm} is not a permutation of {rank} axes")
     return apply(S.transpose, (x,), {"perm": perm}, name)

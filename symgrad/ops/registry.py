@@ -39,6 +39,7 @@ class OpDef:
     infer: Optional[Callable] = None
     differentiable: bool = True
     grad_mask: Optional[Callable] = None
+    passes_mask: bool = False   # structural: the vjp only moves entries (a where-mask too)
     dtype_rule: Optional[Callable] = None
     domain: tuple = (-2.0, 2.0)
     public: bool = True
@@ -83,7 +84,8 @@ def set_eager_backend(apply_fn: Callable, eager_types: tuple) -> None:
 
 
 def is_scalar_literal(value: Any) -> bool:
-    return isinstance(value, (bool, int, float, np.number, np.bool_)) and not isinstance(value, Tensor)
+    scalar_types = (bool, int, float, np.number, np.bool_)
+    return isinstance(value, scalar_types) and not isinstance(value, Tensor)
 
 
 def apply(op: OpDef, inputs: tuple, attrs: Optional[dict] = None, name: Optional[str] = None):

@@ -35,7 +35,8 @@ def _expand_like(g, x, axes, keepdims):
 reduce_sum = structural(
     "reduce_sum", lambda x, axes, keepdims: np.sum(x, axis=axes, keepdims=keepdims),
     _sum_dtype_infer,
-    vjp=lambda g, out, x, axes, keepdims: (_expand_like(g, x, axes, keepdims),))
+    vjp=lambda g, out, x, axes, keepdims: (_expand_like(g, x, axes, keepdims),),
+    passes_mask=True)
 
 
 def _mean_numpy(x, axes, keepdims):
@@ -89,7 +90,8 @@ reduce_min = structural("reduce_min", _extremum_numpy(np.min), _reduce_infer,
 def _matmul_infer(a, b):
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: operands must have at least one dimension, got "
-                         f"'{a.name}' {format_shape(a.shape)} and '{b.name}' {format_shape(b.shape)}")
+                         f"'{a.name}' {format_shape(a.shape)} and "
+                         f"'{b.name}' {format_shape(b.shape)}")
     sa = (1,) + a.shape if a.ndim == 1 else a.shape
     sb = b.shape + (1,) if b.ndim == 1 else b.shape
     k1, k2 = sa[-1], sb[-2]
@@ -131,15 +133,18 @@ def _transpose_infer(x, perm):
 
 transpose = structural(
     "transpose", lambda x, perm: np.transpose(x, perm), _transpose_infer,
-    vjp=lambda g, out, x, perm: (F.transpose(g, tuple(int(i) for i in np.argsort(perm))),))
+    vjp=lambda g, out, x, perm: (F.transpose(g, tuple(int(i) for i in np.argsort(perm))),),
+    passes_mask=True)
 reshape = structural(
     "reshape", lambda x, shape: np.reshape(x, shape),
     lambda x, shape: (reshape_shape(x.shape, shape), x.dtype),
-    vjp=lambda g, out, x, shape: (F.reshape_like(g, x),))
+    vjp=lambda g, out, x, shape: (F.reshape_like(g, x),),
+    passes_mask=True)
 reshape_like = structural(
     "reshape_like", lambda x, like: np.reshape(x, np.shape(like)),
     lambda x, like: (like.shape, x.dtype),
-    vjp=lambda g, out, x, like: (F.reshape_like(g, x), None), public=False)
+    vjp=lambda g, out, x, like: (F.reshape_like(g, x), None), public=False,
+    passes_mask=True)
 
 
 def _expand_infer(x, axes):
@@ -151,7 +156,8 @@ def _expand_infer(x, axes):
 
 expand_dims = structural(
     "expand_dims", lambda x, axes: np.expand_dims(x, axes), _expand_infer,
-    vjp=lambda g, out, x, axes: (F.reshape_like(g, x),), public=False)
+    vjp=lambda g, out, x, axes: (F.reshape_like(g, x),), public=False,
+    passes_mask=True)
 broadcast_like = structural(
     "broadcast_like", lambda x, like: np.array(np.broadcast_to(x, np.shape(like))),
     lambda x, like: (like.shape, x.dtype),
@@ -170,7 +176,8 @@ def unbroadcast_numpy(g, like, reduce=np.sum):
 
 unbroadcast = structural(
     "unbroadcast", unbroadcast_numpy, lambda g, like: (like.shape, g.dtype),
-    vjp=lambda gg, out, g, like: (F.broadcast_like(gg, g), None), public=False)
+    vjp=lambda gg, out, g, like: (F.broadcast_like(gg, g), None), public=False,
+    passes_mask=True)
 
 
 def _unbroadcast_any_numpy(mask, g, like):
@@ -206,7 +213,8 @@ def getitem_shape(shape, key):
         else:
             d = shape[dim]
             if d is not None and not -d <= k < d:
-                raise ShapeError(f"getitem: index {k} is out of bounds for axis {dim} with size {d}")
+                raise ShapeError(f"getitem: index {k} is out of bounds for axis {dim} "
+                                 f"with size {d}")
             dim += 1
     out.extend(shape[dim:])
     return tuple(out)
@@ -228,10 +236,12 @@ def _scatter_numpy(g, like, key):
 
 getitem = structural(
     "getitem", lambda x, key: np.array(x[key]), _getitem_infer,
-    vjp=lambda g, out, x, key: (F.getitem_grad(g, x, key),))
+    vjp=lambda g, out, x, key: (F.getitem_grad(g, x, key),),
+    passes_mask=True)
 getitem_grad = structural(
     "getitem_grad", _scatter_numpy, lambda g, like, key: (like.shape, g.dtype),
-    vjp=lambda gg, out, g, like, key: (F.getitem(gg, key), None), public=False)
+    vjp=lambda gg, out, g, like, key: (F.getitem(gg, key), None), public=False,
+    passes_mask=True)
 
 
 # --- dtype and helpers of gradients ----------------------------------------------------------
