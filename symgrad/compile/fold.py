@@ -167,6 +167,45 @@ def _fold_value(tensor, inputs: list) -> Optional[np.ndarray]:
     return value
 
 
+def _broadcast_uniform(node: LNode):
+    """The uniform value that ``node`` (a constant or a broadcast_like of one) holds."""
+    if node.is_const:
+        return node.uniform
+    if node.op.name == "broadcast_like" and node.inputs[0].is_const:
+        return node.inputs[0].uniform
+    return None
+
+
+def _hoist_broadcast(tensor, inputs: list, dims: "Dims"):
+    """An elementwise op of uniform constants, some broadcast_like another node ``like``
+    (``-broadcast_like(1.0, y)``, the gradient seed of a sum over an unknown length), is
+    the broadcast_like of the op of the scalars: one structural step fewer, and
+    elementwise consumers read the folded scalar (``_bypass_broadcasts``) so the regions
+    on both sides of the seed are not split. Returns (constant Tensor, broadcast_like
+    Tensor, the LNode it broadcasts like) or None."""
+    likes = [i for i in inputs if i.op.name == "broadcast_like"]
+    if not likes or any(_broadcast_uniform(i) is None for i in inputs):
+        return None
+    target = dims.resolve(dims.broadcast([i.dims for i in inputs]))
+    like = next((b.inputs[1] for b in likes if b.inputs[1].shape == tensor.shape and
+                 dims.resolve(b.inputs[1].dims) == target), None)
+    if like is None:
+        return None
+    scalars = [np.asarray(_broadcast_uniform(i), i.dtype) for i in inputs]
+    try:
+        value = np.asarray(run_node(tensor, scalars), tensor.dtype)
+    except Exception:  # noqa: BLE001 - left to run time
+        return None
+    if value.shape != ():
+        return None
+    from ..graph.tensor import Tensor
+    from ..ops.sources import CONSTANT
+    const = Tensor(CONSTANT, (), {"value": value}, (), tensor.dtype, tensor.name)
+    op = likes[0].op
+    node = Tensor(op, (const, like.tensor), {}, tensor.shape, tensor.dtype, tensor.name)
+    return const, node, like
+
+
 def _inflates(tensor, inputs: list, value: np.ndarray) -> bool:
     """Whether folding an elementwise node would trade its constant inputs for a larger
     array (``where(mask, -2.0, 0.0)``: one byte per element becomes eight): left unfolded,
@@ -207,6 +246,15 @@ def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGrap
         if alias is not None:
             made[id(tensor)] = alias
             continue
+        if tensor.op.kind == "elementwise":
+            hoisted = _hoist_broadcast(tensor, inputs, dims)
+            if hoisted is not None:
+                const, bcast, like = hoisted
+                const = _intern(seen, LNode(const, const.op, (), {}, value=const.attrs["value"]))
+                node = LNode(bcast, bcast.op, (const, like), {})
+                node.dims = like.dims
+                made[id(tensor)] = _intern(seen, node)
+                continue
         value = _fold_value(tensor, inputs)
         if value is not None:
             from ..ops.sources import CONSTANT

@@ -16,6 +16,7 @@ from __future__ import annotations
 import keyword
 import re
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 import sympy as sp
@@ -39,6 +40,7 @@ class LoweredKernel:
     replacements: list
     results: list
     float_dtype: str
+    printed: Optional[tuple] = None   # templates.printed: the body's texts, printed once
 
 
 def symbol_names(nodes: list) -> list:

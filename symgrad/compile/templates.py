@@ -24,7 +24,12 @@ from .scatter import scatter_index
 
 FASTMATH = "{'contract', 'afn', 'reassoc', 'arcp', 'nsz'}"
 OPTIONS = "cache=True, error_model='numpy', fastmath=FASTMATH"
-SPLIT_STATEMENTS = 250   # a body longer than this is split into chained functions
+# A body longer than this is split into chained functions. Effectively off: each chunk
+# passes every value still live to the next as arguments and a returned tuple, which numba
+# types and lowers at a cost that grows with their number. W6 (random graph + gradients,
+# hundreds of live values): 200 nodes (270 statements) first call 2.0 s split at 250 vs
+# 1.7 s whole; 2,000 nodes (2,600 statements) 101 s at 250, 33 s at 1000, 12 s whole.
+SPLIT_STATEMENTS = 1 << 30
 
 
 @dataclass
@@ -97,14 +102,23 @@ def output_access(out: KernelOutput, rank: int, parallel: bool) -> OutputAccess:
     return OutputAccess(out, "array", chunked)
 
 
+def printed(lowered: LoweredKernel) -> tuple:
+    """(statement texts ``name = expr``, result texts) of the scalar body, printed once
+    per lowered kernel and kept on it."""
+    if lowered.printed is None:
+        printer = NumbaPrinter(lowered.float_dtype)
+        lowered.printed = ([f"{sym.name} = {printer.doprint(expr)}"
+                            for sym, expr in lowered.replacements],
+                           [printer.doprint(r) for r in lowered.results])
+    return lowered.printed
+
+
 def body_source(lowered: LoweredKernel, name: str) -> str:
     """The scalar body: inputs in, one value per distinct output source out."""
-    printer = NumbaPrinter(lowered.float_dtype)
     args = ", ".join(s.name for s in lowered.symbols)
     lines = [f"@numba.njit({OPTIONS})", f"def {name}({args}):"]
-    for sym, expr in lowered.replacements:
-        lines.append(f"    {sym.name} = {printer.doprint(expr)}")
-    results = [printer.doprint(r) for r in lowered.results]
+    statements, results = printed(lowered)
+    lines += ["    " + line for line in statements]
     lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
     return "\n".join(lines)
 
@@ -115,28 +129,28 @@ def split_body_source(lowered: LoweredKernel, name: str) -> str:
     reps = lowered.replacements
     if len(reps) <= SPLIT_STATEMENTS:
         return body_source(lowered, name)
-    printer = NumbaPrinter(lowered.float_dtype)
+    texts, results = printed(lowered)
     inputs = [s.name for s in lowered.symbols]
-    chunks = [reps[k:k + SPLIT_STATEMENTS] for k in range(0, len(reps), SPLIT_STATEMENTS)]
+    chunks = [list(zip(reps[k:k + SPLIT_STATEMENTS], texts[k:k + SPLIT_STATEMENTS]))
+              for k in range(0, len(reps), SPLIT_STATEMENTS)]
     later_uses = []
     used: set = set()
     for r in lowered.results:
         used |= {s.name for s in r.free_symbols}
     for chunk in reversed(chunks):
         later_uses.append(set(used))
-        for _, expr in chunk:
+        for (_, expr), _ in chunk:
             used |= {s.name for s in expr.free_symbols}
     later_uses.reverse()
     parts, live = [], []
     for c, chunk in enumerate(chunks):
-        defined = [s.name for s, _ in chunk]
+        defined = [s.name for (s, _), _ in chunk]
         keep = [v for v in live + defined if v in later_uses[c]]
         lines = [f"@numba.njit({OPTIONS})", f"def {name}_{c}({', '.join(inputs + live)}):"]
-        lines += [f"    {s.name} = {printer.doprint(e)}" for s, e in chunk]
+        lines += [f"    {text}" for _, text in chunk]
         lines.append(f"    return ({', '.join(keep)}{',' if len(keep) == 1 else ''})")
         parts.append("\n".join(lines))
         live = keep
-    results = [printer.doprint(r) for r in lowered.results]
     lines = [f"@numba.njit({OPTIONS})", f"def {name}({', '.join(inputs)}):"]
     carried: list = []
     for c in range(len(chunks)):
