@@ -192,11 +192,14 @@ def _hoist_broadcast(tensor, inputs: list, dims: "Dims"):
     if like is None:
         return None
     scalars = [np.asarray(_broadcast_uniform(i), i.dtype) for i in inputs]
-    try:
-        value = np.asarray(run_node(tensor, scalars), tensor.dtype)
-    except Exception:  # noqa: BLE001 - left to run time
-        return None
-    if value.shape != ():
+    if tensor.op.name == "expr":
+        value = _expr_scalar(tensor, inputs, scalars)
+    else:
+        try:
+            value = np.asarray(run_node(tensor, scalars), tensor.dtype)
+        except Exception:  # noqa: BLE001 - left to run time
+            return None
+    if value is None or value.shape != ():
         return None
     from ..graph.tensor import Tensor
     from ..ops.sources import CONSTANT
@@ -204,6 +207,23 @@ def _hoist_broadcast(tensor, inputs: list, dims: "Dims"):
     op = likes[0].op
     node = Tensor(op, (const, like.tensor), {}, tensor.shape, tensor.dtype, tensor.name)
     return const, node, like
+
+
+def _expr_scalar(tensor, inputs: list, scalars: list):
+    """An ``expr`` node's value on scalars, by sympy (the numpy path lambdifies, which
+    costs a first import of its namespace): the number lowering would inline for it."""
+    import sympy as sp
+
+    from ..ops.symbols import dtype_kind, input_symbol
+    from .lower import number
+    if tensor.dtype.kind != "f":
+        return None
+    positional = tuple(input_symbol(k, dtype_kind(i.dtype)) for k, i in enumerate(inputs))
+    formula = sp.sympify(tensor.op.formula(positional, tensor.attrs))
+    value = formula.xreplace(dict(zip(positional, (number(v.item()) for v in scalars))))
+    if not value.is_Number or not value.is_finite:
+        return None
+    return np.asarray(float(value), tensor.dtype)
 
 
 def _inflates(tensor, inputs: list, value: np.ndarray) -> bool:
