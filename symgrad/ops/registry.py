@@ -39,7 +39,9 @@ class OpDef:
     infer: Optional[Callable] = None
     differentiable: bool = True
     grad_mask: Optional[Callable] = None
-    passes_mask: bool = False   # structural: the vjp only moves entries (a where-mask too)
+    # structural: the vjp only moves entries, so it moves a where-mask too (layout ops;
+    # not sums, whose vjp would broadcast the mask into every fused loop below them)
+    passes_mask: bool = False
     dtype_rule: Optional[Callable] = None
     domain: tuple = (-2.0, 2.0)
     public: bool = True

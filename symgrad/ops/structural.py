@@ -35,8 +35,7 @@ def _expand_like(g, x, axes, keepdims):
 reduce_sum = structural(
     "reduce_sum", lambda x, axes, keepdims: np.sum(x, axis=axes, keepdims=keepdims),
     _sum_dtype_infer,
-    vjp=lambda g, out, x, axes, keepdims: (_expand_like(g, x, axes, keepdims),),
-    passes_mask=True)
+    vjp=lambda g, out, x, axes, keepdims: (_expand_like(g, x, axes, keepdims),))
 
 
 def _mean_numpy(x, axes, keepdims):
@@ -176,8 +175,7 @@ def unbroadcast_numpy(g, like, reduce=np.sum):
 
 unbroadcast = structural(
     "unbroadcast", unbroadcast_numpy, lambda g, like: (like.shape, g.dtype),
-    vjp=lambda gg, out, g, like: (F.broadcast_like(gg, g), None), public=False,
-    passes_mask=True)
+    vjp=lambda gg, out, g, like: (F.broadcast_like(gg, g), None), public=False)
 
 
 def _unbroadcast_any_numpy(mask, g, like):
