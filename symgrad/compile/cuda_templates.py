@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from ..shapes import format_shape
 from .lower import LoweredKernel
 from .regions import Kernel, KernelOutput, Plan
-from .templates import OPTIONS, input_access, split_body_source
+from .templates import OPTIONS, input_access, split_body_source, subscript_items
 
 BLOCK = 256            # shared-memory slots per block reduction: the largest block launched
 DEVICE_DECORATOR = "@cuda.jit(device=True)"
@@ -87,16 +87,7 @@ def input_subscript(dims: tuple, it_dims: tuple, name: str) -> str:
     access = input_access(dims, it_dims)
     if not access.broadcast:
         return access.index
-    lead = len(it_dims) - len(dims)
-    idx = []
-    for p, d in enumerate(dims):
-        j = lead + p
-        if d == it_dims[j]:
-            idx.append(f"i{j}")
-        elif d == 1:
-            idx.append("0")
-        else:
-            idx.append(f"min(i{j}, {name}.shape[{p}] - 1)")
+    idx = subscript_items(dims, it_dims, lambda p, j: f"min(i{j}, {name}.shape[{p}] - 1)")
     return "[" + ", ".join(idx) + "]"
 
 

@@ -16,6 +16,7 @@ buffer share its parameter (the first one's ``r<k>``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from .lower import LoweredKernel
 from .printer import NumbaPrinter
@@ -64,7 +65,17 @@ def input_access(dims: tuple, it_dims: tuple) -> InputAccess:
     rank = len(it_dims)
     if not dims:
         return InputAccess("[()]", False)
-    lead = rank - len(dims)
+    idx = subscript_items(dims, it_dims, lambda p, j: None)
+    if idx is None:
+        return InputAccess("[" + ", ".join(f"i{j}" for j in range(rank)) + "]", True)
+    return InputAccess("[" + ", ".join(idx) + "]", False)
+
+
+def subscript_items(dims: tuple, it_dims: tuple, other) -> Optional[list]:
+    """Index expressions reading an input with ``dims`` at ``i0, i1, ..`` of a loop over
+    ``it_dims``; ``other(p, j)`` indexes a dim that is neither the loop's nor 1 (None:
+    no static subscript)."""
+    lead = len(it_dims) - len(dims)
     idx = []
     for p, d in enumerate(dims):
         j = lead + p
@@ -73,8 +84,11 @@ def input_access(dims: tuple, it_dims: tuple) -> InputAccess:
         elif d == 1:
             idx.append("0")
         else:
-            return InputAccess("[" + ", ".join(f"i{j}" for j in range(rank)) + "]", True)
-    return InputAccess("[" + ", ".join(idx) + "]", False)
+            item = other(p, j)
+            if item is None:
+                return None
+            idx.append(item)
+    return idx
 
 
 def output_accesses(outputs: list, rank: int, parallel: bool) -> list:
