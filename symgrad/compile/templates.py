@@ -219,7 +219,7 @@ def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool) -
     for j in range(rank):
         acc_init(j)
         if j == 0 and parallel:
-            bounds = f"c * n0 // nc, (c + 1) * n0 // nc"
+            bounds = "c * n0 // nc, (c + 1) * n0 // nc"
         else:
             bounds = f"n{j}"
         lines.append(f"{indent * depth}for i{j} in range({bounds}):")

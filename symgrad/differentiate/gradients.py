@@ -11,27 +11,18 @@
 
 from __future__ import annotations
 
-import enum
 from typing import Any, Optional
 
 import numpy as np
 
-from ..errors import DTypeError, ShapeError, UnconnectedGradientError
+from ..arguments import UnconnectedGradients, check_seed, unconnected_policy
+from ..errors import UnconnectedGradientError
 from ..graph.naming import name_scope
 from ..graph.tensor import Tensor, describe
 from ..graph.traversal import placeholders_of, topological_order
 from ..ops import api as F
 from ..ops.sources import constant
-from ..shapes import format_shape, shapes_compatible
 from .sweep import reverse_sweep
-
-
-class UnconnectedGradients(enum.Enum):
-    """What an x that no y depends on gets: None (TF's default), zeros, or an error."""
-
-    NONE = "none"
-    ZERO = "zero"
-    RAISE = "raise"
 
 
 AGGREGATION_METHODS = (None, 0, 1, 2, "add_n", "default", "experimental_tree",
@@ -49,16 +40,6 @@ def _check_tensors(values: list, what: str) -> None:
                             f"{type(v).__name__} {v!r}")
 
 
-def _policy(value: Any) -> UnconnectedGradients:
-    if isinstance(value, UnconnectedGradients):
-        return value
-    for member in UnconnectedGradients:
-        if value == member.value:
-            return member
-    raise ValueError(f"sg.gradients: unknown value for unconnected_gradients: {value!r}; "
-                     "use 'none', 'zero', 'raise' or sg.UnconnectedGradients")
-
-
 def _seed(y: Tensor, k: int, grad_y: Any) -> Tensor:
     """The gradient fed into ys[k]: ones for None, else checked for shape and dtype."""
     if grad_y is None:
@@ -73,14 +54,8 @@ def _seed(y: Tensor, k: int, grad_y: Any) -> Tensor:
         except (TypeError, ValueError) as exc:
             raise TypeError(f"sg.gradients: grad_ys[{k}] cannot be converted to "
                             f"{y.dtype.name}: {exc}") from exc
-    if seed.dtype != y.dtype:
-        raise DTypeError(f"sg.gradients: grad_ys[{k}] has dtype {seed.dtype.name} but ys[{k}] "
-                         f"{describe(y)} has dtype {y.dtype.name}; pass an array of "
-                         f"{y.dtype.name}")
-    if not shapes_compatible(seed.shape, y.shape):
-        raise ShapeError(f"sg.gradients: grad_ys[{k}] has shape {format_shape(seed.shape)} but "
-                         f"ys[{k}] {describe(y)} has shape {format_shape(y.shape)}; pass an "
-                         f"array of shape {format_shape(y.shape)} or None")
+    check_seed("sg.gradients", f"grad_ys[{k}]", f"ys[{k}] {describe(y)}", seed.dtype,
+               seed.shape, y.dtype, y.shape)
     return seed
 
 
@@ -100,7 +75,7 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: Optional[str] = "grad
     ys, xs = _as_list(ys), _as_list(xs)
     _check_tensors(ys, "ys")
     _check_tensors(xs, "xs")
-    policy = _policy(unconnected_gradients)
+    policy = unconnected_policy(unconnected_gradients, "sg.gradients")
     if aggregation_method not in AGGREGATION_METHODS:
         raise ValueError(f"sg.gradients: invalid aggregation_method {aggregation_method!r}")
     grad_list = [None] * len(ys) if grad_ys is None else _as_list(grad_ys)

@@ -19,26 +19,18 @@ symgrad.errors.ShapeError: GradientTape.gradient: output_gradients[0] has shape 
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
 import numpy as np
 
-from ..errors import DTypeError, EagerMixError, ShapeError
+from ..arguments import check_seed, unconnected_policy
+from ..errors import EagerMixError
 from ..graph.tensor import Tensor
-from ..shapes import format_shape
 from .eager import EagerTensor, Variable, as_eager
-
-POLICIES = ("none", "zero", "raise")
-
 
 def policy(value: Any) -> str:
     """'none', 'zero' or 'raise' from a string or ``sg.UnconnectedGradients`` member."""
-    raw = value.value if isinstance(value, enum.Enum) else value
-    if raw in POLICIES:
-        return raw
-    raise ValueError(f"GradientTape: unknown value for unconnected_gradients: {value!r}; "
-                     "use 'none', 'zero', 'raise' or sg.UnconnectedGradients")
+    return unconnected_policy(value, "GradientTape").value
 
 
 def check_eager(value: Any, what: str) -> None:
@@ -69,13 +61,6 @@ def seed_for(target: EagerTensor, k: int, grad: Any) -> EagerTensor:
         except (TypeError, ValueError) as exc:
             raise TypeError(f"GradientTape.gradient: output_gradients[{k}] cannot be "
                             f"converted to {target.dtype.name}: {exc}") from exc
-    if seed.dtype != target.dtype:
-        raise DTypeError(f"GradientTape.gradient: output_gradients[{k}] has dtype "
-                         f"{seed.dtype.name} but target[{k}] has dtype {target.dtype.name}; "
-                         f"pass an array of {target.dtype.name}")
-    if seed.shape != target.shape:
-        raise ShapeError(f"GradientTape.gradient: output_gradients[{k}] has shape "
-                         f"{format_shape(seed.shape)} but target[{k}] has shape "
-                         f"{format_shape(target.shape)}; pass an array of shape "
-                         f"{format_shape(target.shape)} or None")
+    check_seed("GradientTape.gradient", f"output_gradients[{k}]", f"target[{k}]", seed.dtype,
+               seed.shape, target.dtype, target.shape)
     return seed
