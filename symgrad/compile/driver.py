@@ -26,10 +26,6 @@ def _tuple(items) -> str:
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
-def _shape_expr(shape: tuple, sh: str) -> str:
-    return _tuple(str(d) if d is not None else f"{sh}[{j}]" for j, d in enumerate(shape))
-
-
 def _acc_dtype(out) -> str:
     return "np.float64" if out.source.dtype.kind == "f" else "np.int64"
 

@@ -13,7 +13,7 @@ attributes, and a static shape (ints and None) and dtype. Nothing is computed.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -106,15 +106,7 @@ def is_tensor(value: Any) -> bool:
     return isinstance(value, Tensor)
 
 
-def op_name(t: Tensor) -> str:
-    return t.op.name
-
-
 def describe(t: Tensor) -> str:
     """'name' (op) shape dtype — the way error messages name a tensor."""
     return f"'{t.name}' ({t.op.name}, shape {format_shape(t.shape)}, {t.dtype.name})"
 
-
-def constant_value(t: Tensor) -> Optional[np.ndarray]:
-    """The value of a constant node, or None for any other node."""
-    return t.attrs.get("value") if t.op.name == "constant" else None

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..dtypes import as_dtype, is_floating
 from ..errors import ShapeError
-from ..shapes import format_shape, reduced_shape, reshape_shape, size_of
+from ..shapes import format_shape, reduced_shape, reshape_shape
 from . import api as F
 from .registry import structural
 
@@ -188,7 +188,8 @@ unbroadcast_any = structural(
     lambda mask, g, like: (like.shape, np.dtype(bool)), differentiable=False, public=False)
 
 
-def _matrix_transpose_perm(ndim):
+def matrix_transpose_perm(ndim: int) -> tuple:
+    """The perm that swaps the last two axes."""
     return tuple(range(ndim - 2)) + (ndim - 1, ndim - 2)
 
 
@@ -276,9 +277,3 @@ prod_others = structural("prod_others", _prod_others_numpy, lambda x, axes: (x.s
                          public=False)  # no vjp: a second derivative of reduce_prod is LookupError
 
 
-def matrix_transpose_perm(ndim: int) -> tuple:
-    return _matrix_transpose_perm(ndim)
-
-
-def size_of_axes(shape, axes):
-    return size_of(tuple(shape[a] for a in axes))
