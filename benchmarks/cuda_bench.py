@@ -13,6 +13,7 @@ device's peak (memory clock x bus width). Exits 0 with a message when no GPU is 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -143,6 +144,7 @@ def run(key, case, dtype, cuda, peak):
                ("torch cuda autograd", lambda: torch_call(mod, data)),
                ("jax.jit(value_and_grad)", lambda: jax_call(mod, data))]
     base = None
+    rows = []
     for name, make in systems:
         try:
             call, sync = make()
@@ -150,17 +152,29 @@ def run(key, case, dtype, cuda, peak):
         except ImportError as exc:
             print(f"  {name:26s} not installed ({exc})")
             continue
-        except Exception as exc:  # noqa: BLE001 - frameworks.NotInstalled
-            if type(exc).__name__ != "NotInstalled":
-                raise
-            print(f"  {name:26s} not installed ({exc})")
-            continue
         except Exception as exc:  # noqa: BLE001 - report and go on with the others
-            print(f"  {name:26s} failed: {type(exc).__name__}: {str(exc)[:120]}")
+            reason = "not installed" if type(exc).__name__ == "NotInstalled" else "failed"
+            print(f"  {name:26s} {reason}: {type(exc).__name__}: {str(exc)[:120]}")
+            rows.append({"system": name, "error": f"{type(exc).__name__}: {str(exc)[:200]}"})
+            _release_memory()
             continue
         base = base or t
         print(f"  {name:26s} {t * 1e3:9.3f} ms  {floor / t / 1e9:7.1f} GB/s  "
               f"x{t / base:.2f} of symgrad")
+        rows.append({"system": name, "seconds": t, "gb_per_s": floor / t / 1e9})
+        _release_memory()
+    return {"workload": key, "case": case, "dtype": dtype, "floor_bytes": floor, "rows": rows}
+
+
+def _release_memory() -> None:
+    """Give cached device memory back between systems (one process holds all three)."""
+    import gc
+    gc.collect()
+    try:
+        import torch
+        torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001 - torch absent or without CUDA
+        pass
 
 
 def main(argv=None) -> int:
@@ -168,15 +182,25 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes")
     parser.add_argument("--dtype", choices=("float32", "float64"), action="append")
     parser.add_argument("--only", default="W1,W3,W4")
+    parser.add_argument("--json", default="benchmarks/results/cuda_bench.json",
+                        help="where to write the figures")
     args = parser.parse_args(argv)
     cuda = gpu_or_exit()
     peak = peak_bandwidth(cuda)
     print(f"device: {cuda.get_current_device().name}")
     table = QUICK if args.quick else CASES
+    results = []
     for key in args.only.split(","):
         for case in table[key]:
             for dtype in args.dtype or ("float32", "float64"):
-                run(key, case, dtype, cuda, peak)
+                results.append(run(key, case, dtype, cuda, peak))
+    os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+    with open(args.json, "w") as fh:
+        json.dump({"device": cuda.get_current_device().name.decode()
+                   if isinstance(cuda.get_current_device().name, bytes)
+                   else str(cuda.get_current_device().name),
+                   "peak_bytes_per_s": peak, "results": results}, fh, indent=1)
+    print(f"wrote {args.json}")
     return 0
 
 
