@@ -23,6 +23,9 @@ from .ops.api import (abs, add, arccos, arccosh, arcsin, arcsinh, arctan, arctan
                       softplus, sqrt, square, stop_gradient, subtract, tan, tanh, transpose,
                       where)
 from .ops.sources import constant, placeholder
+# index, scan and contraction ops (v2; symgrad/ops/indexing.py, scan.py, contraction.py)
+from .ops.api import (argmax, argmin, cumprod, cumsum, einsum, gather, one_hot,
+                      tensordot)
 from .symbolic import latex, to_sympy
 from .tape import EagerTensor, GradientTape, Variable, get_gradient
 from . import testing  # noqa: E402  (sg.testing.check_gradients, check_vjp)
@@ -41,3 +44,5 @@ __all__ = [
     "reduce_sum", "relu", "reshape", "round", "sigmoid", "sign", "sin", "sinh", "softplus",
     "sqrt", "square", "stop_gradient", "subtract", "tan", "tanh", "transpose", "where",
 ]
+# index, scan and contraction ops (v2)
+__all__ += ["argmax", "argmin", "cumprod", "cumsum", "einsum", "gather", "one_hot", "tensordot"]

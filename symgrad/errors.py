@@ -41,3 +41,11 @@ class TapeError(SymgradError, RuntimeError):
 
 class EagerMixError(SymgradError, TypeError):
     """An eager value (Variable, eager tensor) was mixed with a symbolic Tensor."""
+
+
+class IndexRangeError(SymgradError, IndexError):
+    """Integer-array indexing ``x[idx]`` with an index out of bounds (numpy's IndexError)."""
+
+
+class GatherIndexError(SymgradError, ValueError):
+    """``sg.gather`` with an index outside ``[0, n)`` (TF's InvalidArgumentError)."""

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .errors import FeedError, ShapeError
+from .errors import FeedError, ShapeError, SymgradError
 from .feeds import check_feed
 from .graph.tensor import Tensor
 from .graph.traversal import placeholders_of, topological_order
@@ -50,6 +50,8 @@ def run_node(node: Tensor, args: list) -> np.ndarray:
     try:
         with np.errstate(all="ignore"):
             value = node.op.numpy(*args, **node.attrs)
+    except SymgradError as exc:  # an op's own typed error (gather's index check): keep
+        raise type(exc)(f"{exc} (op '{node.op.name}' at tensor '{node.name}')") from None
     except (ValueError, IndexError) as exc:
         shapes = ", ".join(f"'{i.name}' {np.shape(a)}" for i, a in zip(node.inputs, args))
         raise ShapeError(f"sg.evaluate: op '{node.op.name}' at tensor '{node.name}' failed "

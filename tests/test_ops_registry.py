@@ -23,6 +23,10 @@ STRUCTURAL_TESTED = {"reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "
 INTERNAL = {"expr", "ones_like", "zeros_like", "reshape_like", "expand_dims", "broadcast_like",
             "unbroadcast", "unbroadcast_any", "getitem_grad", "axis_size", "prod_others", "placeholder",
             "constant"}
+# index, scan and contraction ops: their cases live in tests/test_ops_indexing.py
+STRUCTURAL_TESTED |= {"gather", "cumsum", "cumprod", "einsum", "tensordot", "argmax", "argmin",
+                      "one_hot"}
+INTERNAL |= {"gather_grad", "shift", "linrec", "einsum_mask"}
 
 
 def _arity(name: str) -> int:

@@ -20,6 +20,9 @@ from ..dtypes import as_dtype, is_bool
 from ..errors import DTypeError, ShapeError
 from ..shapes import normalize_axes
 from . import elementwise as E
+from . import contraction as C
+from . import indexing as I
+from . import scan as SC
 from . import structural as S
 from .registry import OpDef, apply
 
@@ -225,10 +228,162 @@ def normalize_key(key: Any) -> tuple:
 
 
 def getitem(x, key, name: Optional[str] = None):
-    """Basic indexing: ``x[1:]``, ``x[:, 0]``, ``P[:, None, :]``."""
-    return apply(S.getitem, (x,), {"key": normalize_key(key)}, name)
+    """Basic indexing (``x[1:]``, ``x[:, 0]``, ``P[:, None, :]``) and one integer array
+    (``x[idx]``, ``x[:, idx]``: numpy's rules, negative indices wrap)."""
+    items = key if isinstance(key, tuple) else (key,)
+    split = I.split_array_key(items, _rank(x))
+    if split is None:
+        return apply(S.getitem, (x,), {"key": normalize_key(key)}, name)
+    basic, position, index = split
+    basic = normalize_key(basic)
+    if any(not (k is Ellipsis or k == slice(None)) for k in basic):
+        x = apply(S.getitem, (x,), {"key": basic})
+    I.check_constant_index(index, getattr(x, "shape", np.shape(x))[position], position)
+    return apply(I.gather, (x, index), {"axis": position, "wrap": True}, name)
 
 
 def expr(inputs: Sequence[Any], expression, dtype: Any, name: Optional[str] = None):
     """A node computing a sympy ``expression`` of positional symbols over ``inputs``."""
     return apply(E.expr, tuple(inputs), {"expr": expression, "dtype": as_dtype(dtype)}, name)
+
+
+# --- index, scan and contraction ops (symgrad/ops/indexing.py, scan.py, contraction.py) ------
+def _axis(axis, rank: int, op: str) -> int:
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"{op}: axis must be an int, got {type(axis).__name__}")
+    return normalize_axes(int(axis), rank, op)[0]
+
+
+def _int_indices(indices):
+    """Python ints and lists stay integers (a bare literal would take its partner's dtype)."""
+    if isinstance(indices, (list, tuple, int, np.integer)) and not isinstance(indices, bool):
+        array = np.asarray(indices)
+        return array.astype(np.int64) if array.size == 0 else array
+    return indices
+
+
+def gather(params, indices, axis: int = 0, name: Optional[str] = None, *, wrap: bool = False):
+    """TF's gather: slices of ``params`` along ``axis`` at integer ``indices`` (any shape);
+    the result's shape is ``params.shape[:axis] + indices.shape + params.shape[axis+1:]``.
+
+    An index outside ``[0, n)`` (negative included) raises a ValueError naming it when the
+    op runs. The gradient scatter-adds into params (duplicates accumulate).
+
+    >>> import symgrad as sg
+    >>> sg.gather(np.array([10.0, 20.0, 30.0]), [2, 0, 2]).numpy()
+    array([30., 10., 30.])
+    """
+    axis = _axis(axis, _rank(params), "gather")
+    return apply(I.gather, (params, _int_indices(indices)), {"axis": axis, "wrap": bool(wrap)},
+                 name)
+
+
+def gather_grad(g, indices, like, axis: int, wrap: bool, name: Optional[str] = None):
+    return apply(I.gather_grad, (g, indices, like), {"axis": axis, "wrap": wrap}, name)
+
+
+def _arg(op: OpDef, doc: str):
+    def fn(x, axis: Optional[int] = None, name: Optional[str] = None):
+        axis = _axis(0 if axis is None else axis, _rank(x), op.name)
+        return apply(op, (x,), {"axis": axis}, name)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = doc
+    return fn
+
+
+argmax = _arg(I.argmax, "Index (int64) of the largest entry along ``axis`` (None: 0, as TF); "
+                        "never differentiated.")
+argmin = _arg(I.argmin, "Index (int64) of the smallest entry along ``axis`` (None: 0, as TF); "
+                        "never differentiated.")
+
+
+def one_hot(indices, depth: int, dtype: Any = "float64", name: Optional[str] = None):
+    """``indices[..., None] == arange(depth)`` as ``dtype``; an index outside
+    ``[0, depth)`` gives a row of zeros (TF). Integer indices only (TypeError otherwise).
+
+    >>> import symgrad as sg
+    >>> sg.one_hot(np.array([2, 0]), 3).numpy()
+    array([[0., 0., 1.],
+           [1., 0., 0.]])
+    """
+    if not isinstance(depth, (int, np.integer)) or isinstance(depth, bool) or depth < 0:
+        raise ValueError(f"one_hot: depth must be a non-negative int, got {depth!r}")
+    return apply(I.one_hot, (_int_indices(indices),),
+                 {"depth": int(depth), "dtype": as_dtype(dtype, "one_hot")}, name)
+
+
+def _scan(op: OpDef, doc: str):
+    def fn(x, axis: int = 0, exclusive: bool = False, reverse: bool = False,
+           name: Optional[str] = None):
+        attrs = {"axis": _axis(axis, _rank(x), op.name), "exclusive": bool(exclusive),
+                 "reverse": bool(reverse)}
+        return apply(op, (x,), attrs, name)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = doc
+    return fn
+
+
+cumsum = _scan(SC.cumsum, "Cumulative sum along ``axis`` (TF's exclusive/reverse options).")
+cumprod = _scan(SC.cumprod, "Cumulative product along ``axis`` (TF's options); its gradient "
+                            "is exact at entries equal to 0 (TF's gives 0 there).")
+
+
+def shift(x, axis: int, step: int, name: Optional[str] = None):
+    return apply(SC.shift, (x,), {"axis": axis, "step": int(step)}, name)
+
+
+def linrec(a, b, axis: int, reverse: bool = False, name: Optional[str] = None):
+    return apply(SC.linrec, (a, b), {"axis": axis, "reverse": bool(reverse)}, name)
+
+
+def einsum(subscripts: str, *operands, name: Optional[str] = None):
+    """Einstein summation over explicit subscripts (no ellipsis), numpy's rules.
+
+    >>> import symgrad as sg
+    >>> sg.einsum("ij,j->i", np.eye(2), np.array([3.0, 4.0])).numpy()
+    array([3., 4.])
+    """
+    if not operands:
+        raise ValueError("einsum: at least one operand is required")
+    C.parse_subscripts(subscripts, [_rank(o) for o in operands])
+    return apply(C.einsum, operands, {"subscripts": subscripts.replace(" ", "")}, name)
+
+
+def einsum_mask(like, subscripts: str, name: Optional[str] = None):
+    return apply(C.einsum_mask, (like,), {"subscripts": subscripts}, name)
+
+
+def _tensordot_axes(axes, rank_a: int, rank_b: int) -> tuple:
+    if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
+        n = int(axes)
+        if not 0 <= n <= min(rank_a, rank_b):
+            raise ValueError(f"tensordot: axes={n} must be in [0, {min(rank_a, rank_b)}] for "
+                             f"operands of ranks {rank_a} and {rank_b}")
+        return tuple(range(rank_a - n, rank_a)), tuple(range(n))
+    try:
+        a_axes, b_axes = axes
+    except (TypeError, ValueError):
+        raise ValueError(f"tensordot: axes must be an int or a pair of axis lists, "
+                         f"got {axes!r}") from None
+    a_axes = (a_axes,) if isinstance(a_axes, (int, np.integer)) else tuple(a_axes)
+    b_axes = (b_axes,) if isinstance(b_axes, (int, np.integer)) else tuple(b_axes)
+    if len(a_axes) != len(b_axes):
+        raise ValueError(f"tensordot: axes {axes!r} name {len(a_axes)} axes of a but "
+                         f"{len(b_axes)} of b")
+    norm_a = [normalize_axes(int(a), rank_a, "tensordot")[0] for a in a_axes]
+    norm_b = [normalize_axes(int(b), rank_b, "tensordot")[0] for b in b_axes]
+    if len(set(norm_a)) != len(norm_a) or len(set(norm_b)) != len(norm_b):
+        raise ValueError(f"tensordot: axes {axes!r} repeat an axis")
+    return tuple(norm_a), tuple(norm_b)
+
+
+def tensordot(a, b, axes, name: Optional[str] = None):
+    """Sum of products over ``axes`` (an int n: the last n of a with the first n of b; or
+    a pair of axis lists), ``np.tensordot``'s result layout.
+
+    >>> import symgrad as sg
+    >>> sg.tensordot(np.ones((2, 3)), np.ones((3, 4)), 1).shape
+    (2, 4)
+    """
+    axes = _tensordot_axes(axes, _rank(a), _rank(b))
+    return apply(C.tensordot, (a, b), {"axes": axes}, name)

@@ -273,7 +273,12 @@ def _prod_others_numpy(x, axes):
     return np.moveaxis(others, tuple(range(-len(axes), 0)), axes) if axes else others[..., 0]
 
 
+def _prod_others_vjp(c, out, x, axes):
+    from .scan import prod_others_vjp  # exclusive cumprods, exact at zeros, any order
+    return prod_others_vjp(c, out, x, axes)
+
+
 prod_others = structural("prod_others", _prod_others_numpy, lambda x, axes: (x.shape, x.dtype),
-                         public=False)  # no vjp: a second derivative of reduce_prod is LookupError
+                         vjp=_prod_others_vjp, public=False)
 
 

@@ -25,7 +25,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..dtypes import as_dtype, is_bool, is_floating, literal_dtype
-from ..errors import EagerMixError, ShapeError
+from ..errors import EagerMixError, ShapeError, SymgradError
 from ..graph.tensor import Tensor, TensorOperators
 from ..ops.registry import OpDef, infer, is_scalar_literal
 from . import state
@@ -214,6 +214,8 @@ def eager_apply(op: OpDef, inputs: tuple, attrs: dict) -> EagerTensor:
     try:
         with np.errstate(all="ignore"):
             value = op.numpy(*[t._value for t in tensors], **attrs)
+    except SymgradError:
+        raise
     except (ValueError, IndexError) as exc:
         shapes = ", ".join(str(t.shape) for t in tensors)
         raise ShapeError(f"{op.name}: failed on eager inputs of shapes {shapes}: {exc}") from exc
