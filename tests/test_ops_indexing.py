@@ -421,3 +421,24 @@ def test_tensorflow_v2_cases(case, target):
     for k, (want, got) in enumerate(zip(expected["values"], values)):
         problem = compare(want, got)
         assert problem is None, f"{case['name']} xs[{k}]: {problem}"
+
+
+@pytest.mark.parametrize("case", _my_cases())
+def test_tensorflow_v2_cases_on_the_tape(case, monkeypatch):
+    """The same cases run eagerly under GradientTape (tests/conformance/tape.py's mapping)."""
+    import tests.conformance.tape as tape_harness
+    from tests.conformance.arrays import compare
+    expected = case.get("expected_tape")
+    if expected is None:
+        pytest.skip("no expected_tape")
+    monkeypatch.setattr(tape_harness, "apply_op", lambda _sg, op, args, attrs:
+                        _apply(op, args, attrs))
+    if expected["outcome"] == "error":
+        with pytest.raises(getattr(builtins, expected["error"])):
+            tape_harness.run_tape_nodes(case, sg).gradient()
+        return
+    result = tape_harness.run_tape_nodes(case, sg).gradient()
+    values = result if isinstance(result, list) else [result]
+    for k, (want, got) in enumerate(zip(expected["values"], values)):
+        problem = compare(want, tape_harness.to_numpy(got))
+        assert problem is None, f"{case['name']} (tape) xs[{k}]: {problem}"
