@@ -262,7 +262,7 @@ def _int_indices(indices):
     return indices
 
 
-def gather(params, indices, axis: int = 0, name: Optional[str] = None, *, wrap: bool = False):
+def gather(params, indices, axis: int = 0, name: Optional[str] = None):
     """TF's gather: slices of ``params`` along ``axis`` at integer ``indices`` (any shape);
     the result's shape is ``params.shape[:axis] + indices.shape + params.shape[axis+1:]``.
 
@@ -274,8 +274,7 @@ def gather(params, indices, axis: int = 0, name: Optional[str] = None, *, wrap: 
     array([30., 10., 30.])
     """
     axis = _axis(axis, _rank(params), "gather")
-    return apply(I.gather, (params, _int_indices(indices)), {"axis": axis, "wrap": bool(wrap)},
-                 name)
+    return apply(I.gather, (params, _int_indices(indices)), {"axis": axis, "wrap": False}, name)
 
 
 def gather_grad(g, indices, like, axis: int, wrap: bool, name: Optional[str] = None):

@@ -31,7 +31,7 @@ import numpy as np
 from ..dtypes import as_dtype
 from ..errors import DTypeError, GatherIndexError, IndexRangeError, ShapeError
 from . import api as F
-from .registry import structural
+from .registry import apply, structural
 
 
 def check_index_dtype(op: str, indices) -> None:
@@ -97,7 +97,7 @@ def _gather_grad_numpy(g, indices, like, axis, wrap):
 
 
 def _gather_grad_vjp(gg, out, g, indices, like, axis, wrap):
-    return F.gather(gg, indices, axis, wrap=wrap), None, None
+    return apply(gather, (gg, indices), {"axis": axis, "wrap": wrap}), None, None
 
 
 # The scatter-add that is gather's gradient: zeros shaped like ``like`` plus ``g`` added at
