@@ -48,7 +48,8 @@ from dataclasses import dataclass
 from ..shapes import format_shape
 from .lower import LoweredKernel
 from .regions import Kernel, KernelOutput, Plan
-from .templates import OPTIONS, input_access, split_body_source, subscript_items
+from .templates import (OPTIONS, POINT_OPTIONS, input_access, quoted, split_body_source,
+                        subscript_items)
 
 BLOCK = 256            # shared-memory slots per block reduction: the largest block launched
 DEVICE_DECORATOR = "@cuda.jit(device=True)"
@@ -94,7 +95,8 @@ def input_subscript(dims: tuple, it_dims: tuple, name: str) -> str:
 def device_body_source(lowered: LoweredKernel, name: str) -> str:
     """The CPU target's scalar body text with the device decorator."""
     text = split_body_source(lowered, name)
-    return text.replace(f"@numba.njit({OPTIONS})", DEVICE_DECORATOR)
+    return text.replace(f"@numba.njit({POINT_OPTIONS})", DEVICE_DECORATOR).replace(
+        f"@numba.njit({OPTIONS})", DEVICE_DECORATOR)
 
 
 def kernel_source(lowered: LoweredKernel, name: str, point: str) -> str:
@@ -179,8 +181,9 @@ def _block_sum(k: int, out: str, rank: int, dtype: str) -> list:
 def module_source(plan: Plan, lowered: list, key: str) -> str:
     """The whole generated module: header, then per kernel its device body and kernel."""
     g = plan.graph
-    ins = ", ".join(f"{p.name} {p.dtype.name} {format_shape(p.shape)}" for p in g.placeholders)
-    outs = ", ".join("None" if o is None else o.name for o in plan.outputs)
+    ins = ", ".join(f"{quoted(p.name)} {p.dtype.name} {format_shape(p.shape)}"
+                    for p in g.placeholders)
+    outs = ", ".join("None" if o is None else quoted(o.name) for o in plan.outputs)
     head = [f"# symgrad generated · key {key[:16]} · target cuda",
             f"# inputs: {ins or '-'}   outputs: {outs or '-'}",
             "# structural steps run in symgrad.compile.cuda_runtime (see its docstring)",
@@ -200,7 +203,7 @@ def _kernel_part(lk: LoweredKernel) -> str:
     k: Kernel = lk.kernel
     names = ", ".join(sorted({n.op.name for n in k.nodes}))
     modes = [output_mode(o, k.rank) for o in k.outputs]
-    outs = ", ".join(f"'{m.out.node.name}'" + (f" ({m.mode} sum over {m.out.axes})"
+    outs = ", ".join(quoted(m.out.node.name) + (f" ({m.mode} sum over {m.out.axes})"
                                                  if m.accumulates else "") for m in modes)
     comment = (f"# kernel {k.index}: {len(k.nodes)} nodes ({names}) over shape "
                f"{format_shape(k.shape)} -> {outs}")

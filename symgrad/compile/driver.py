@@ -13,7 +13,8 @@ from ..shapes import format_shape, is_fully_known
 from .lower import LoweredKernel
 from .nest import Nest, nest_inputs, nest_outputs, nest_source
 from .regions import Kernel, Plan, Step
-from .templates import loop_source, split_body_source
+from .templates import checks_trig, loop_source, quoted, split_body_source
+from .vecmath import FAST
 
 PARALLEL_THRESHOLD = 1 << 15   # below this many elements a parallel kernel runs serially
 
@@ -33,21 +34,25 @@ def _acc_dtype(out) -> str:
 class ModuleWriter:
     """Writes the source of one compiled function's module from its plan."""
 
-    def __init__(self, plan: Plan, lowered: list, target: str, key: str):
+    def __init__(self, plan: Plan, lowered: list, target: str, key: str, math: str = "libm"):
         self.plan, self.lowered, self.target, self.key = plan, lowered, target, key
+        self.math = math
         self.parallel = target == "parallel"
         self.lines: list = []
 
     # --- the whole module ---------------------------------------------------------------
     def source(self) -> str:
         g = self.plan.graph
-        ins = ", ".join(f"{p.name} {p.dtype.name} {format_shape(p.shape)}" for p in g.placeholders)
-        outs = ", ".join("None" if o is None else f"{o.name}" for o in self.plan.outputs)
+        ins = ", ".join(f"{quoted(p.name)} {p.dtype.name} {format_shape(p.shape)}"
+                        for p in g.placeholders)
+        outs = ", ".join("None" if o is None else quoted(o.name) for o in self.plan.outputs)
         head = [f"# symgrad generated · key {self.key[:16]} · target {self.target}",
                 f"# inputs: {ins or '-'}   outputs: {outs or '-'}",
                 "import math", "", "import numba", "import numpy as np", "",
                 "from symgrad.compile.support import (max_, min_, relu_, round_, sigmoid_, "
-                "sign_,", "                                     softplus_)", "",
+                "sign_,", "                                     softplus_)",
+                "from symgrad.compile.vecmath import (trig_in_range, "
+                + ", ".join(sorted(n for pair in FAST.values() for n in pair)) + ")", "",
                 f"FASTMATH = {_fastmath()}", "f32 = np.float32", "array = np.array", "ndarray = np.ndarray", ""]
         parts = ["\n".join(head)]
         for unit in self.plan.units:
@@ -61,17 +66,20 @@ class ModuleWriter:
     def kernel_source(self, lk: LoweredKernel) -> str:
         k = lk.kernel
         names = ", ".join(sorted({n.op.name for n in k.nodes}))
-        outs = ", ".join(f"'{o.node.name}'" + _output_note(o) for o in k.outputs)
+        outs = ", ".join(quoted(o.node.name) + _output_note(o) for o in k.outputs)
         comment = (f"# kernel {k.index}: {len(k.nodes)} nodes ({names}) over shape "
                    f"{format_shape(k.shape)} -> {outs}")
         point = f"_k{k.index}_point"
-        parts = [comment + "\n" + split_body_source(lk, point)]
-        if k.rank:
-            parts.append(loop_source(lk, f"_k{k.index}_cpu", point, False)[0])
-            if self.parallel and not k.serial_only:
-                parts.append(loop_source(lk, f"_k{k.index}_parallel", point, True)[0])
-        else:
-            parts.append(loop_source(lk, f"_k{k.index}_cpu", point, False)[0])
+        parts = [comment + "\n" + split_body_source(lk, point, self.math)]
+        variants = [("", point, False)]
+        if checks_trig(lk, self.math):   # a sin/cos argument beyond the fast reduction
+            parts.append(split_body_source(lk, point + "_libm", "libm"))
+            variants = [("", point, True), ("_libm", point + "_libm", False)]
+        for suffix, body, checked in variants:
+            parts.append(loop_source(lk, f"_k{k.index}_cpu{suffix}", body, False, checked)[0])
+            if k.rank and self.parallel and not k.serial_only:
+                parts.append(loop_source(lk, f"_k{k.index}_parallel{suffix}", body, True,
+                                         checked)[0])
         return "\n\n\n".join(parts)
 
     def nest_source(self, nest: Nest) -> str:
@@ -82,7 +90,8 @@ class ModuleWriter:
             comment = (f"# nest {nest.index}, {role} kernel {k.index}: {len(k.nodes)} nodes "
                        f"({names}) over shape {format_shape(k.shape)}")
             parts.append(comment + "\n" + split_body_source(self.lowered[k.index],
-                                                              f"_k{k.index}_point"))
+                                                              f"_k{k.index}_point",
+                                                              self.math, trig=False))
         parts.append(nest_source(nest, self.lowered, f"_n{nest.index}_cpu", False))
         if self.nest_parallel(nest):
             parts.append(nest_source(nest, self.lowered, f"_n{nest.index}_parallel", True))
@@ -264,33 +273,45 @@ class ModuleWriter:
         i, sh = k.index, f"sh{k.index}"
         if parallel:
             self.emit(f"nc = min(NTHREADS, {sh}[0])", depth)
-        names = []
+        allocations, names = self.allocations(k, outs), []
+        for line in allocations:
+            self.emit(line, depth)
+        names = [f"o{i}_{j}" for j, acc in enumerate(outs) if acc.is_param]
+        fn = f"_k{i}_parallel" if parallel else f"_k{i}_cpu"
+        call = f"({', '.join((['nc'] if parallel else []) + dims + args + names)})"
+        if checks_trig(self.lowered[i], self.math):
+            self.emit(f"if {fn}{call}:   # a sin/cos argument >= 2**30: again with libm", depth)
+            for line in allocations:
+                self.emit(line, depth + 1)
+            self.emit(f"{fn}_libm{call}", depth + 1)
+        else:
+            self.emit(f"{fn}{call}", depth)
+        for j, acc in enumerate(outs):
+            if acc.chunked:
+                self.emit(f"o{i}_{j} = o{i}_{j}.sum(0)", depth)
+
+    def allocations(self, k: Kernel, outs: list) -> list:
+        """The lines allocating a kernel launch's output buffers."""
+        i, sh = k.index, f"sh{k.index}"
+        lines = []
         for j, acc in enumerate(outs):
             o = acc.out
             name = f"o{i}_{j}"
-            names.append(name)
             if acc.mode == "scatter":
                 if acc.is_param:
                     shape = _tuple(map(str, o.node.shape)) if is_fully_known(o.node.shape) \
                         else f"{self.value_of(o.like)}.shape"
-                    self.emit(f"{name} = np.zeros({shape}, np.{o.node.dtype.name})", depth)
+                    lines.append(f"{name} = np.zeros({shape}, np.{o.node.dtype.name})")
                 continue
             if acc.mode == "store":
-                dtype = f"np.{o.node.dtype.name}" if not o.is_reduction else f"np.{o.node.dtype.name}"
-                self.emit(f"{name} = np.empty({sh}, {dtype})", depth)
+                lines.append(f"{name} = np.empty({sh}, np.{o.node.dtype.name})")
                 continue
             keep = _tuple(("1" if a in o.axes else f"{sh}[{a}]") for a in range(k.rank))
             if acc.chunked:
                 keep = f"(nc,) + {keep}"
             alloc = "np.empty" if acc.mode == "suffix" else "np.zeros"
-            self.emit(f"{name} = {alloc}({keep}, {_acc_dtype(o)})", depth)
-        fn = f"_k{i}_parallel" if parallel else f"_k{i}_cpu"
-        lead = ["nc"] if parallel else []
-        names = [n for n, acc in zip(names, outs) if acc.is_param]
-        self.emit(f"{fn}({', '.join(lead + dims + args + names)})", depth)
-        for j, acc in enumerate(outs):
-            if acc.chunked:
-                self.emit(f"o{i}_{j} = o{i}_{j}.sum(0)", depth)
+            lines.append(f"{name} = {alloc}({keep}, {_acc_dtype(o)})")
+        return lines
 
     def finish_outputs(self, k: Kernel, only=None) -> None:
         i, sh = k.index, f"sh{k.index}"
@@ -368,8 +389,9 @@ class ModuleWriter:
                 self.lines.pop()
                 return
             names = [f"e{s.index}" for s in lk.sources]
+            point = f"_k{k.index}_point" + ("_libm" if checks_trig(lk, self.math) else "")
             self.emit(f"{', '.join(names)}{',' if len(names) == 1 else ''} = "
-                      f"_k{k.index}_point({', '.join(args)})", 2)
+                      f"{point}({', '.join(args)})", 2)
             for s in lk.sources:
                 scalars[s.index] = s
             for o in k.outputs:

@@ -27,9 +27,10 @@ from . import cache
 from .driver import ModuleWriter
 from .fold import fold_graph
 from .lower import lower_kernel
+from .printer import MATH_MODES
 from .regions import Kernel, Plan, Step, build_plan
 
-CODEGEN_VERSION = "1"
+CODEGEN_VERSION = "2"
 TARGETS = ("cpu", "parallel", "cuda")
 
 
@@ -115,16 +116,27 @@ def _as_inputs(inputs: Any, outputs: list) -> list:
     return inputs
 
 
-def function(inputs: Any, outputs: Any, target: str = "cpu") -> CompiledFunction:
-    """Compile ``outputs`` as functions of the placeholders ``inputs`` (see API.md)."""
+def function(inputs: Any, outputs: Any, target: str = "cpu",
+             math: str = "fast") -> CompiledFunction:
+    """Compile ``outputs`` as functions of the placeholders ``inputs``.
+
+    ``math="fast"`` (default) computes exp, expm1, log, log1p, sin, cos, tanh, sigmoid and
+    softplus in loop kernels with symgrad's vectorisable forms (at most 1-4 ulp, libm's
+    special values; docs/vecmath.md); ``math="libm"`` calls libm as numba does. The cuda
+    target always uses the device's math library."""
     if target not in TARGETS:
         raise ValueError(f"sg.function: unknown target {target!r}; use one of {TARGETS}")
+    if math not in MATH_MODES:
+        raise ValueError(f"sg.function: unknown math {math!r}; use one of {MATH_MODES}")
+    if target == "cuda":
+        math = "libm"
     outputs, single = output_list(outputs, "sg.function")
     inputs = _as_inputs(inputs, outputs)
     graph = fold_graph(outputs, inputs)
     # cuda runs getitem_grad as steps and has no loop nests
     plan = build_plan(graph, scatter=target != "cuda", nested=target != "cuda")
-    text = "\n".join([graph.canonical(), target, str(single), cache.versions(), CODEGEN_VERSION])
+    text = "\n".join([graph.canonical(), target, str(single), math, cache.versions(),
+                      CODEGEN_VERSION])
     key = hashlib.sha256(text.encode()).hexdigest()
     if target == "cuda":   # numba.cuda is imported only here (symgrad/compile/cuda_runtime.py)
         from .cuda_runtime import compile_cuda
@@ -132,7 +144,7 @@ def function(inputs: Any, outputs: Any, target: str = "cpu") -> CompiledFunction
 
     def build() -> str:
         lowered = [lower_kernel(k) for k in plan.kernels]
-        writer = ModuleWriter(plan, lowered, target, key)
+        writer = ModuleWriter(plan, lowered, target, key, math)
         writer.single = single
         return writer.source()
 

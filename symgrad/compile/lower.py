@@ -44,18 +44,9 @@ class LoweredKernel:
 
 
 def symbol_names(nodes: list) -> list:
-    """Readable, unique Python identifiers for kernel inputs (placeholders keep names)."""
-    names, taken = [], set()
-    for k, node in enumerate(nodes):
-        name = re.sub(r"\W", "_", node.name) if node.op.name == "placeholder" else f"a{k}"
-        if not name or name[0].isdigit() or keyword.iskeyword(name) or _RESERVED.match(name) \
-                or name.endswith("_") or name in taken:
-            name = f"a{k}"
-            while name in taken:
-                name += "_"
-        taken.add(name)
-        names.append(name)
-    return names
+    """Identifiers for kernel inputs: symgrad's own (``a0, a1, ..``), never a user's name
+    (names become comments, escaped: see ``templates.quoted``)."""
+    return [f"a{k}" for k in range(len(nodes))]
 
 
 def _symbol(name: str, dtype) -> sp.Symbol:

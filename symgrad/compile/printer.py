@@ -20,6 +20,8 @@ import math
 
 import sympy as sp
 
+from .vecmath import FAST
+
 # name -> (format, typed-literal arguments appended): '{0}' is the first argument.
 FUNCTIONS = {
     "sin": "math.sin({0})", "cos": "math.cos({0})", "tan": "math.tan({0})",
@@ -43,11 +45,22 @@ _RELATIONS = {"StrictLessThan": "<", "LessThan": "<=", "StrictGreaterThan": ">",
               "GreaterThan": ">=", "Equality": "==", "Unequality": "!="}
 
 
-class NumbaPrinter:
-    """Prints one scalar sympy expression as numba-compatible Python source."""
+MATH_MODES = ("fast", "libm")
+TRIG = frozenset({"sin", "cos"})
 
-    def __init__(self, float_dtype: str = "float64"):
+
+class NumbaPrinter:
+    """Prints one scalar sympy expression as numba-compatible Python source.
+
+    ``math="fast"`` prints the vectorisable forms of ``vecmath`` for exp, log, sin, ...
+    of float arguments (``trig=False`` keeps libm's sin/cos; otherwise each sin/cos
+    argument is recorded in ``trig_args``, for the kernel's range check)."""
+
+    def __init__(self, float_dtype: str = "float64", math: str = "libm", trig: bool = True):
         self.float32 = float_dtype == "float32"
+        self.fast = math == "fast"
+        self.trig = trig
+        self.trig_args: list = []
 
     # --- literals ---------------------------------------------------------------------
     def float_literal(self, value: float) -> str:
@@ -90,6 +103,12 @@ class NumbaPrinter:
 
     def _print_function(self, expr) -> str:
         name = type(expr).__name__
+        fast = FAST.get(name) if self.fast else None
+        if fast is not None and not expr.args[0].is_integer and (self.trig or name not in TRIG):
+            arg = self._print(expr.args[0])
+            if name in TRIG:
+                self.trig_args.append(arg)
+            return f"{fast[1] if self.float32 else fast[0]}({arg})"
         fmt = FUNCTIONS.get(name)
         if fmt is None:
             raise NotImplementedError(f"symgrad.compile: no numba form for function {name}")

@@ -12,7 +12,7 @@ import math
 import numba
 import numpy as np
 
-_OPTIONS = dict(cache=True, error_model="numpy", nogil=True)
+_OPTIONS = dict(cache=True, error_model="numpy", nogil=True, inline="always")
 
 
 @numba.njit(**_OPTIONS)

@@ -25,12 +25,29 @@ from .scatter import scatter_index
 
 FASTMATH = "{'contract', 'afn', 'reassoc', 'arcp', 'nsz'}"
 OPTIONS = "cache=True, error_model='numpy', fastmath=FASTMATH"
+# The scalar body is inlined into its loops at numba's IR level: the loop is then one
+# function that LLVM can vectorise (a cached body is object code, which LLVM cannot inline).
+POINT_OPTIONS = OPTIONS + ", inline='always'"
 # A body longer than this is split into chained functions. Effectively off: each chunk
 # passes every value still live to the next as arguments and a returned tuple, which numba
 # types and lowers at a cost that grows with their number. W6 (random graph + gradients,
 # hundreds of live values): 200 nodes (270 statements) first call 2.0 s split at 250 vs
 # 1.7 s whole; 2,000 nodes (2,600 statements) 101 s at 250, 33 s at 1000, 12 s whole.
 SPLIT_STATEMENTS = 1 << 30
+
+
+def quoted(name: str, limit: int = 60) -> str:
+    """A user's name as it may appear in generated source: inside a comment, quoted and
+    escaped (``ascii``: no newline, quote or control character survives), and shortened.
+
+    >>> print(quoted("x\\nimport os  # \\u2028"))
+    'x\\nimport os  # \\u2028'
+    >>> len(quoted("x" * 500))
+    65
+
+    """
+    short = name if len(name) <= limit else name[:limit] + "..."
+    return ascii(short)
 
 
 @dataclass
@@ -116,34 +133,52 @@ def output_access(out: KernelOutput, rank: int, parallel: bool) -> OutputAccess:
     return OutputAccess(out, "array", chunked)
 
 
-def printed(lowered: LoweredKernel) -> tuple:
-    """(statement texts ``name = expr``, result texts) of the scalar body, printed once
-    per lowered kernel and kept on it."""
+def printed(lowered: LoweredKernel, math: str = "libm", trig: bool = True) -> tuple:
+    """(statement texts ``name = expr``, result texts, sin/cos argument texts) of the
+    scalar body, printed once per lowered kernel and math mode and kept on it."""
     if lowered.printed is None:
-        printer = NumbaPrinter(lowered.float_dtype)
-        lowered.printed = ([f"{sym.name} = {printer.doprint(expr)}"
-                            for sym, expr in lowered.replacements],
-                           [printer.doprint(r) for r in lowered.results])
-    return lowered.printed
+        lowered.printed = {}
+    key = (math, trig)
+    if key not in lowered.printed:
+        printer = NumbaPrinter(lowered.float_dtype, math, trig)
+        statements = [f"{sym.name} = {printer.doprint(expr)}"
+                      for sym, expr in lowered.replacements]
+        results = [printer.doprint(r) for r in lowered.results]
+        lowered.printed[key] = (statements, results, list(dict.fromkeys(printer.trig_args)))
+    return lowered.printed[key]
 
 
-def body_source(lowered: LoweredKernel, name: str) -> str:
-    """The scalar body: inputs in, one value per distinct output source out."""
+def checks_trig(lowered: LoweredKernel, math: str) -> bool:
+    """Whether the fast body of this kernel reports that a sin/cos argument was too large
+    for its range reduction (the kernel then runs again with libm)."""
+    return math == "fast" and bool(printed(lowered, math)[2])
+
+
+def body_source(lowered: LoweredKernel, name: str, math: str = "libm",
+                trig: bool = True) -> str:
+    """The scalar body: inputs in, one value per distinct output source out (and, when
+    ``checks_trig``, a last value: every sin/cos argument was in range)."""
     args = ", ".join(s.name for s in lowered.symbols)
-    lines = [f"@numba.njit({OPTIONS})", f"def {name}({args}):"]
-    statements, results = printed(lowered)
+    lines = [f"@numba.njit({POINT_OPTIONS})", f"def {name}({args}):"]
+    names = [f"{s.name} = {quoted(n.name)}" for s, n in zip(lowered.symbols, lowered.kernel.inputs)]
+    if names:
+        lines.insert(1, "    # " + ", ".join(names))
+    statements, results, trig_args = printed(lowered, math, trig)
     lines += ["    " + line for line in statements]
+    if trig_args:
+        results = results + [" & ".join(f"trig_in_range({a})" for a in trig_args)]
     lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
     return "\n".join(lines)
 
 
-def split_body_source(lowered: LoweredKernel, name: str) -> str:
+def split_body_source(lowered: LoweredKernel, name: str, math: str = "libm",
+                      trig: bool = True) -> str:
     """The scalar body as a chain of functions of at most SPLIT_STATEMENTS statements each
     (one long straight-line function makes LLVM slow), or one function when short."""
     reps = lowered.replacements
-    if len(reps) <= SPLIT_STATEMENTS:
-        return body_source(lowered, name)
-    texts, results = printed(lowered)
+    if len(reps) <= SPLIT_STATEMENTS or checks_trig(lowered, math):
+        return body_source(lowered, name, math, trig)
+    texts, results, _ = printed(lowered, math, trig)
     inputs = [s.name for s in lowered.symbols]
     chunks = [list(zip(reps[k:k + SPLIT_STATEMENTS], texts[k:k + SPLIT_STATEMENTS]))
               for k in range(0, len(reps), SPLIT_STATEMENTS)]
@@ -179,8 +214,12 @@ def split_body_source(lowered: LoweredKernel, name: str) -> str:
     return "\n\n\n".join(parts)
 
 
-def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool) -> tuple:
-    """(source of the loop function, its parameter names, the output accesses)."""
+def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool,
+                checked: bool = False) -> tuple:
+    """(source of the loop function, its parameter names, the output accesses).
+
+    ``checked``: the point function returns a last in-range flag; the loop returns how
+    many elements failed it (a prange-safe sum)."""
     kernel = lowered.kernel
     rank = kernel.rank
     ins = [input_access(i.dims, kernel.dims) for i in kernel.inputs]
@@ -213,6 +252,8 @@ def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool) -
                 lines.append(f"{indent * depth}{out_names[k]}[{sub}] = s{k}")
 
     depth = 1
+    if checked:
+        lines.append(f"{indent}nbad = 0")
     if parallel and rank:
         lines.append(f"{indent}for c in numba.prange(nc):")
         depth += 1
@@ -225,8 +266,11 @@ def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool) -
         lines.append(f"{indent * depth}for i{j} in range({bounds}):")
         depth += 1
     args = ", ".join(f"{n}{a.index}" for n, a in zip(in_names, ins))
-    target = ", ".join(values) + ("," if len(values) == 1 else "")
+    target = ", ".join(values + (["ok"] if checked else [])) + \
+        ("," if len(values) == 1 and not checked else "")
     lines.append(f"{indent * depth}{target} = {point}({args})")
+    if checked:
+        lines.append(f"{indent * depth}nbad += 0 if ok else 1")
     full = ", ".join(f"i{j}" for j in range(rank)) if rank else "()"
     for k, o in enumerate(outs):
         e = values[source_index[id(o.out.source)]]
@@ -244,4 +288,6 @@ def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool) -
     for j in reversed(range(rank)):
         depth -= 1
         acc_store(j)
+    if checked:
+        lines.append(f"{indent}return nbad")
     return "\n".join(lines), params, ins, outs
