@@ -162,7 +162,7 @@ def body_source(lowered: LoweredKernel, name: str, math: str = "libm",
     lines = [f"@numba.njit({POINT_OPTIONS})", f"def {name}({args}):"]
     names = [f"{s.name} = {quoted(n.name)}" for s, n in zip(lowered.symbols, lowered.kernel.inputs)]
     if names:
-        lines.insert(1, "    # " + ", ".join(names))
+        lines.insert(2, "    # " + ", ".join(names))
     statements, results, trig_args = printed(lowered, math, trig)
     lines += ["    " + line for line in statements]
     if trig_args:
