@@ -10,7 +10,7 @@ array([0.    , 1.3818, 0.077 ])
 
 from .compile import function
 from .differentiate import UnconnectedGradients, gradients
-from .errors import (CompileError, DTypeError, FeedError, GraphError, NoGradientError,
+from .errors import (CacheWarning, CompileError, DTypeError, FeedError, GraphError, NoGradientError,
                      ShapeError, SymgradError, TapeError, UnconnectedGradientError)
 from .evaluate import evaluate
 from .graph import Tensor
@@ -34,7 +34,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "UnconnectedGradients", "gradients", "evaluate", "function", "Tensor", "constant", "placeholder",
-    "latex", "to_sympy", "CompileError", "DTypeError", "FeedError", "GraphError",
+    "latex", "to_sympy", "CacheWarning", "CompileError", "DTypeError", "FeedError", "GraphError",
     "NoGradientError", "ShapeError", "SymgradError", "TapeError", "UnconnectedGradientError",
     "abs", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh",
     "cast", "ceil", "cos", "cosh", "divide", "equal", "erf", "exp", "expm1", "floor",

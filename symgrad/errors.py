@@ -49,3 +49,8 @@ class IndexRangeError(SymgradError, IndexError):
 
 class GatherIndexError(SymgradError, ValueError):
     """``sg.gather`` with an index outside ``[0, n)`` (TF's InvalidArgumentError)."""
+
+
+class CacheWarning(UserWarning):
+    """The module cache could not be used as asked (unwritable, unsafe, corrupted): symgrad
+    compiled in memory or without numba's cache, and the result is still right."""

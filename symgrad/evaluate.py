@@ -30,7 +30,11 @@ def output_list(outputs: Any, api: str) -> tuple:
     return outputs, False
 
 
-def _feed_values(placeholders: list, feed_dict: Mapping) -> dict:
+def _feed_values(placeholders: list, feed_dict: Any) -> dict:
+    if not isinstance(feed_dict, Mapping):
+        raise TypeError(f"sg.evaluate: feed_dict must be a dict mapping placeholders (or "
+                        f"their names) to arrays, got {type(feed_dict).__name__}; pass "
+                        "{placeholder: array, ...}")
     by_name = {k: v for k, v in feed_dict.items() if isinstance(k, str)}
     values = {}
     for p in placeholders:
@@ -67,13 +71,30 @@ def evaluate(outputs: Any, feed_dict: Mapping | None = None) -> Any:
     """
     outputs, single = output_list(outputs, "sg.evaluate")
     order = topological_order([o for o in outputs if o is not None])
-    values = _feed_values(placeholders_of(order), feed_dict or {})
-    for node in order:
-        if node.op.name == "placeholder":
-            continue
+    values = _feed_values(placeholders_of(order), {} if feed_dict is None else feed_dict)
+    last_use = _last_uses(order, outputs)
+    results = {}
+    for step, node in enumerate(order):
         if node.op.name == "constant":
             values[id(node)] = node.attrs["value"]
-            continue
-        values[id(node)] = run_node(node, [values[id(i)] for i in node.inputs])
-    results = [None if o is None else np.array(values[id(o)], copy=True) for o in outputs]
-    return results[0] if single else results
+        elif node.op.name != "placeholder":
+            values[id(node)] = run_node(node, [values[id(i)] for i in node.inputs])
+        if any(o is node for o in outputs):
+            results[id(node)] = np.array(values[id(node)], copy=True)
+        for dead in last_use.get(step, ()):        # free what no later node reads
+            values.pop(dead, None)
+    out = [None if o is None else results[id(o)] for o in outputs]
+    return out[0] if single else out
+
+
+def _last_uses(order: list, outputs: list) -> dict:
+    """{step: ids of the values last read at that step}: a value dies after its last
+    reader, or right after it is computed when nothing reads it (outputs are copied)."""
+    last = {id(node): k for k, node in enumerate(order)}
+    for k, node in enumerate(order):
+        for i in node.inputs:
+            last[id(i)] = k
+    by_step: dict = {}
+    for ident, k in last.items():
+        by_step.setdefault(k, []).append(ident)
+    return by_step

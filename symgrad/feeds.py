@@ -20,6 +20,8 @@ def check_feed(placeholder: Tensor, value: Any, context: str) -> np.ndarray:
     name, dtype = placeholder.name, placeholder.dtype
     if isinstance(value, (np.ndarray, np.generic)):
         array = np.asarray(value)
+        if array.dtype != dtype and array.dtype.newbyteorder("=") == dtype:
+            array = array.astype(dtype)          # the same type in the other byte order
         if array.dtype != dtype:
             raise FeedError(f"{context}: placeholder '{name}' has dtype {dtype.name} but was fed "
                             f"{array.dtype.name}; convert with .astype('{dtype.name}')")
@@ -40,3 +42,34 @@ def check_feed(placeholder: Tensor, value: Any, context: str) -> np.ndarray:
         raise FeedError(f"{context}: placeholder '{name}' has shape {format_shape(expected)} but "
                         f"was fed shape {format_shape(array.shape)}")
     return array
+
+
+def bind_keywords(placeholders: list, args: tuple, kwargs: dict) -> tuple:
+    """Positional arguments of a compiled ``f(*args, **kwargs)``: keywords name placeholders.
+
+    >>> import symgrad as sg
+    >>> x, y = sg.placeholder("x"), sg.placeholder("y")
+    >>> bind_keywords([x, y], (1.0,), {"y": 2.0})
+    (1.0, 2.0)
+    """
+    names = [p.name for p in placeholders]
+    signature = f"f({', '.join(names)})"
+    bound = list(args) + [_MISSING] * (len(names) - len(args))
+    if len(args) > len(names):
+        raise TypeError(f"{signature}: takes {len(names)} arguments, got {len(args)} "
+                        f"positional")
+    for key, value in kwargs.items():
+        if key not in names or names.count(key) > 1:
+            raise TypeError(f"{signature}: no parameter named {key!r} (the parameters are the "
+                            f"input placeholders' names: {', '.join(names) or 'none'})")
+        k = names.index(key)
+        if bound[k] is not _MISSING:
+            raise TypeError(f"{signature}: got two values for {key!r}")
+        bound[k] = value
+    missing = [n for n, v in zip(names, bound) if v is _MISSING]
+    if missing:
+        raise TypeError(f"{signature}: missing argument(s) {', '.join(missing)}")
+    return tuple(bound)
+
+
+_MISSING = object()

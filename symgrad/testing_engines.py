@@ -57,6 +57,12 @@ class Traced:
         self.fn, self.arrays, self.names, self.wrt = fn, arrays, names, wrt
         self.placeholders = [sg.placeholder(n, a.shape, a.dtype) for n, a in zip(names, arrays)]
         self.ys = _as_list(fn(*self.placeholders))
+        for k, y in enumerate(self.ys):
+            if not isinstance(y, sg.Tensor):
+                raise TypeError(
+                    f"sg.testing.check_gradients: fn must build its result from symgrad ops on "
+                    f"its arguments and return a Tensor (or a list of them); result {k} is "
+                    f"{type(y).__name__} {y!r:.40}. Write e.g. lambda p: sg.reduce_sum(p * p)")
         self.cotangents = [self._cotangent(y, rng) for y in self.ys]
         self.arrays64 = [a.astype(np.float64) if a.dtype.kind == "f" else a for a in arrays]
         self.placeholders64 = [sg.placeholder(n, a.shape, a.dtype)

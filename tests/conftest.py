@@ -1,10 +1,19 @@
 """Test configuration: the CUDA simulator before numba is imported, hypothesis profiles."""
 
+import atexit
 import os
+import shutil
+import tempfile
 
 # numba.cuda runs on the CPU simulator unless a real GPU run asks otherwise
 # (NUMBA_ENABLE_CUDASIM=0 in the environment).
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+# The suite never writes into the user's own cache or key: a temporary directory per run.
+_SCRATCH = tempfile.mkdtemp(prefix="symgrad-tests-")
+os.environ["SYMGRAD_CACHE_DIR"] = os.path.join(_SCRATCH, "cache")
+os.environ["SYMGRAD_KEY_FILE"] = os.path.join(_SCRATCH, "key", "cache.key")
+atexit.register(shutil.rmtree, _SCRATCH, True)
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 

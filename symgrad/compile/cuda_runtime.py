@@ -44,6 +44,7 @@ import numpy
 from numba import config, cuda, float32, float64
 from numba.core.errors import NumbaError
 
+from ..feeds import bind_keywords
 from ..shapes import is_fully_known
 from . import cache, support
 from .function import CompiledFunction, Fallback, bind_runtime
@@ -312,8 +313,10 @@ class CudaDriver:
         self.guards = [(k, j, d) for k, p in enumerate(self.placeholders)
                        for j, d in enumerate(p.dims) if isinstance(d, str)]
 
-    def run(self, *args):
+    def run(self, *args, **kwargs):
         try:
+            if kwargs:
+                args = bind_keywords([p.tensor for p in self.placeholders], args, kwargs)
             return self._run(args)
         except Fallback:
             return self.fallback(args)

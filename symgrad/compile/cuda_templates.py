@@ -48,12 +48,12 @@ from dataclasses import dataclass
 from ..shapes import format_shape
 from .lower import LoweredKernel
 from .regions import Kernel, KernelOutput, Plan
-from .templates import (OPTIONS, POINT_OPTIONS, input_access, quoted, split_body_source,
+from .templates import (OPTIONS, POINT_DECORATOR, input_access, quoted, split_body_source,
                         subscript_items)
 
 BLOCK = 256            # shared-memory slots per block reduction: the largest block launched
 DEVICE_DECORATOR = "@cuda.jit(device=True)"
-KERNEL_DECORATOR = "@cuda.jit(cache=True)"
+KERNEL_DECORATOR = "@cuda.jit(cache=NUMBA_CACHE)"
 
 
 @dataclass
@@ -95,7 +95,7 @@ def input_subscript(dims: tuple, it_dims: tuple, name: str) -> str:
 def device_body_source(lowered: LoweredKernel, name: str) -> str:
     """The CPU target's scalar body text with the device decorator."""
     text = split_body_source(lowered, name)
-    return text.replace(f"@numba.njit({POINT_OPTIONS})", DEVICE_DECORATOR).replace(
+    return text.replace(POINT_DECORATOR, DEVICE_DECORATOR).replace(
         f"@numba.njit({OPTIONS})", DEVICE_DECORATOR)
 
 

@@ -49,8 +49,8 @@ class ModuleWriter:
         head = [f"# symgrad generated · key {self.key[:16]} · target {self.target}",
                 f"# inputs: {ins or '-'}   outputs: {outs or '-'}",
                 "import math", "", "import numba", "import numpy as np", "",
-                "from symgrad.compile.support import (max_, min_, relu_, round_, sigmoid_, "
-                "sign_,", "                                     softplus_)",
+                "from symgrad.compile.support import (always_inline, max_, min_, relu_, round_, "
+                "sigmoid_,", "                                     sign_, softplus_)",
                 "from symgrad.compile.vecmath import (trig_in_range, "
                 + ", ".join(sorted(n for pair in FAST.values() for n in pair)) + ")", "",
                 f"FASTMATH = {_fastmath()}", "f32 = np.float32", "array = np.array", "ndarray = np.ndarray", ""]
@@ -142,7 +142,9 @@ class ModuleWriter:
     def driver(self) -> str:
         g = self.plan.graph
         n = len(g.placeholders)
-        self.lines = ["def run(*args):"]
+        self.lines = ["def run(*args, **kwargs):"]
+        self.emit("if kwargs:")
+        self.emit("args = bind_(args, kwargs)", 2)
         self.emit(f"if len(args) != {n}:")
         self.emit("arity_(args)", 2)
         if n:

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import CompileError, FeedError, ShapeError
 from ..evaluate import output_list, run_node
-from ..feeds import check_feed
+from ..feeds import bind_keywords, check_feed
 from ..graph.tensor import Tensor
 from ..graph.traversal import placeholders_of, topological_order
 from ..shapes import format_shape
@@ -195,7 +195,10 @@ def bind_runtime(module, plan: Plan, inputs: list) -> None:
         kernel = kernels[index]
         return iteration_shape(kernel, shapes, context)
 
-    ns.update(check_=check_, arity_=arity_, bshape_=bshape_, fallback_=fallback_,
+    def bind_(args: tuple, kwargs: dict) -> tuple:
+        return bind_keywords([p.tensor for p in placeholders], args, kwargs)
+
+    ns.update(check_=check_, arity_=arity_, bshape_=bshape_, fallback_=fallback_, bind_=bind_,
               Fallback_=Fallback, NumbaError_=_numba_errors()[0])
 
 

@@ -61,6 +61,7 @@ class NumbaPrinter:
         self.fast = math == "fast"
         self.trig = trig
         self.trig_args: list = []
+        self.fast_sites = 0
 
     # --- literals ---------------------------------------------------------------------
     def float_literal(self, value: float) -> str:
@@ -108,6 +109,7 @@ class NumbaPrinter:
             arg = self._print(expr.args[0])
             if name in TRIG:
                 self.trig_args.append(arg)
+            self.fast_sites += 1
             return f"{fast[1] if self.float32 else fast[0]}({arg})"
         fmt = FUNCTIONS.get(name)
         if fmt is None:

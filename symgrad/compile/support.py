@@ -1,4 +1,7 @@
-"""Scalar helpers that generated kernels call (compiled once, cached by numba).
+"""Scalar helpers that generated kernels call, and ``always_inline``.
+
+They are compiled once per process (not cached on disk: LLVM inlines them into each loop,
+where they vectorise; the loops themselves are cached).
 
 Each follows the numpy forward of its op exactly (NaN propagation, ties, half-to-even),
 and takes typed constants (``one``, ``zero``) from the caller so that float32 kernels
@@ -12,10 +15,31 @@ import math
 import numba
 import numpy as np
 
-_OPTIONS = dict(cache=True, error_model="numpy", nogil=True, inline="always")
+
+def always_inline(dispatcher):
+    """Mark every compiled overload of ``dispatcher`` ``alwaysinline`` for LLVM: a caller
+    that links it gets its body inlined (then vectorised with the loop), while the
+    instructions keep this function's own strict floating-point flags. (numba's
+    ``inline="always"`` inlines at its IR level instead, which costs time quadratic in the
+    caller's size and gives the body the caller's fast-math flags.) Overloads are not cached
+    on disk: a cached body is object code, which LLVM cannot inline."""
+    add = dispatcher.add_overload
+
+    def add_overload(cres):
+        name = cres.fndesc.llvm_func_name
+        for fn in cres.library._final_module.functions:
+            if fn.name == name:
+                fn.add_function_attribute("alwaysinline")
+        add(cres)
+    dispatcher.add_overload = add_overload
+    return dispatcher
 
 
-@numba.njit(**_OPTIONS)
+def _jit(fn):
+    return always_inline(numba.njit(cache=False, error_model="numpy", nogil=True)(fn))
+
+
+@_jit
 def sign_(x, one):
     """np.sign: +-1, and x itself for 0 and NaN."""
     if x > 0:
@@ -25,13 +49,13 @@ def sign_(x, one):
     return x * one
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def relu_(x, zero):
     """np.maximum(x, 0): NaN propagates."""
     return zero if x <= zero else x
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def sigmoid_(x, one):
     """1 / (1 + exp(-x)), without overflow for large |x|."""
     if x >= 0:
@@ -40,7 +64,7 @@ def sigmoid_(x, one):
     return e / (one + e)
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def softplus_(x, zero, one):
     """log(1 + exp(x)) as np.logaddexp(0, x)."""
     if x != x:
@@ -49,7 +73,7 @@ def softplus_(x, zero, one):
     return m + math.log1p(math.exp(-abs(x)))
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def max_(x, y):
     """np.maximum: NaN in either argument propagates."""
     if x >= y or x != x:
@@ -57,7 +81,7 @@ def max_(x, y):
     return y
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def min_(x, y):
     """np.minimum: NaN in either argument propagates."""
     if x <= y or x != x:
@@ -65,7 +89,7 @@ def min_(x, y):
     return y
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def round_(x, one):
     """np.round: half to even."""
     r = np.floor(x)

@@ -24,16 +24,23 @@ from .regions import KernelOutput
 from .scatter import scatter_index
 
 FASTMATH = "{'contract', 'afn', 'reassoc', 'arcp', 'nsz'}"
-OPTIONS = "cache=True, error_model='numpy', fastmath=FASTMATH"
-# The scalar body is inlined into its loops at numba's IR level: the loop is then one
-# function that LLVM can vectorise (a cached body is object code, which LLVM cannot inline).
-POINT_OPTIONS = OPTIONS + ", inline='always'"
+OPTIONS = "cache=NUMBA_CACHE, error_model='numpy', fastmath=FASTMATH"
+# The scalar body is inlined into its loops by LLVM (support.always_inline): the loop is then
+# one function that LLVM can vectorise. It is not cached on disk (a cached body is object
+# code, which LLVM cannot inline); its loops are.
+POINT_DECORATOR = ("@always_inline\n"
+                   "@numba.njit(cache=False, error_model='numpy', fastmath=FASTMATH)")
 # A body longer than this is split into chained functions. Effectively off: each chunk
 # passes every value still live to the next as arguments and a returned tuple, which numba
 # types and lowers at a cost that grows with their number. W6 (random graph + gradients,
 # hundreds of live values): 200 nodes (270 statements) first call 2.0 s split at 250 vs
 # 1.7 s whole; 2,000 nodes (2,600 statements) 101 s at 250, 33 s at 1000, 12 s whole.
 SPLIT_STATEMENTS = 1 << 30
+# A kernel with more calls of vector math than this keeps libm: LLVM's time to optimise
+# and vectorise the inlined bodies grows with their number (a 40-level sin/tanh chain:
+# first call 1.3 s with libm, 4.3 s with 200 inlined bodies), while large kernels gain
+# least from it (they are bound by the many values they compute, not by one function).
+FAST_MATH_SITES = 24
 
 
 def quoted(name: str, limit: int = 60) -> str:
@@ -144,7 +151,10 @@ def printed(lowered: LoweredKernel, math: str = "libm", trig: bool = True) -> tu
         statements = [f"{sym.name} = {printer.doprint(expr)}"
                       for sym, expr in lowered.replacements]
         results = [printer.doprint(r) for r in lowered.results]
-        lowered.printed[key] = (statements, results, list(dict.fromkeys(printer.trig_args)))
+        if printer.fast_sites > FAST_MATH_SITES:
+            lowered.printed[key] = printed(lowered, "libm", trig)
+        else:
+            lowered.printed[key] = (statements, results, list(dict.fromkeys(printer.trig_args)))
     return lowered.printed[key]
 
 
@@ -159,7 +169,7 @@ def body_source(lowered: LoweredKernel, name: str, math: str = "libm",
     """The scalar body: inputs in, one value per distinct output source out (and, when
     ``checks_trig``, a last value: every sin/cos argument was in range)."""
     args = ", ".join(s.name for s in lowered.symbols)
-    lines = [f"@numba.njit({POINT_OPTIONS})", f"def {name}({args}):"]
+    lines = [POINT_DECORATOR, f"def {name}({args}):"]
     names = [f"{s.name} = {quoted(n.name)}" for s, n in zip(lowered.symbols, lowered.kernel.inputs)]
     if names:
         lines.insert(2, "    # " + ", ".join(names))

@@ -33,7 +33,13 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-_OPTIONS = dict(cache=True, nogil=True, error_model="numpy", inline="always")
+from .support import always_inline
+
+_OPTIONS = dict(cache=False, nogil=True, error_model="numpy", fastmath=False)
+
+
+def _jit(fn):
+    return always_inline(numba.njit(**_OPTIONS)(fn))
 
 
 # --- bit casts (one LLVM instruction each; they vectorise) -------------------------------
@@ -75,7 +81,7 @@ def _fma(typingctx, a, b, c):
     return types.float64(types.float64, types.float64, types.float64), codegen
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def _pow2(k):
     """2.0**k for an int64 k in [-1022, 1023] (a normal float64)."""
     return _float((k + np.int64(1023)) << np.int64(52))
@@ -90,7 +96,7 @@ _EXP_OVERFLOW = 709.782712893384
 _EXP_UNDERFLOW = -745.1332191019412
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def _expm1_poly(r):
     """exp(r) - 1 for |r| <= ln2/2 + a little: Taylor series to degree 14 (error < 2**-56)."""
     p = 1.0 / 87178291200.0
@@ -109,14 +115,14 @@ def _expm1_poly(r):
     return r + (r * r) * p
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def _reduce_ln2(x):
     """n and r with x = n * ln2 + r, |r| <= ln2 / 2 (x already clamped to +-746)."""
     n = np.floor(x * _LOG2E + 0.5)
     return n, _fma(-n, _LN2_LO, _fma(-n, _LN2_HI, x))
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def _scale(p, k):
     """p * 2**k for p in [0.7, 1.5) and k in [-1076, 1024], by adding k to p's exponent
     field (an integer add: fast-math reassociation cannot move it); results below the
@@ -127,7 +133,7 @@ def _scale(p, k):
     return y * 5.421010862427522e-20 if tiny else y        # 2**-64
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def exp_f64(x):
     xc = x if x < 709.8 else 709.8
     xc = xc if xc > -746.0 else -746.0
@@ -140,7 +146,7 @@ def exp_f64(x):
     return result
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def expm1_f64(x):
     xc = x if x < 709.0 else 709.0
     xc = xc if xc > -40.0 else -40.0
@@ -169,7 +175,7 @@ _MANTISSA = np.int64(0x000FFFFFFFFFFFFF)
 _ONE_BITS = np.int64(0x3FF0000000000000)
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def _log_kernel(f, k):
     """log(2**k * (1 + f)) for f in [sqrt(2)/2 - 1, sqrt(2) - 1]."""
     s = f / (2.0 + f)
@@ -182,7 +188,7 @@ def _log_kernel(f, k):
     return dk * _LN2_HI - ((hfsq - (s * (hfsq + (t1 + t2)) + dk * _LN2_LO)) - f)
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def log_f64(x):
     subnormal = x < 2.2250738585072014e-308
     xs = x * 18014398509481984.0 if subnormal else x      # 2**54
@@ -202,7 +208,7 @@ def log_f64(x):
     return result
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def log1p_f64(x):
     """Near 0 the kernel takes x itself (1 + x is never rounded); elsewhere log(1 + x),
     whose rounding costs at most 2**-53 against a result above 0.34 in magnitude."""
@@ -234,7 +240,7 @@ _C4, _C5, _C6 = -2.75573143513906633035e-07, 2.08757232129817482790e-09, \
     -1.13596475577881948265e-11
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def _reduce_pio2(x):
     """n, y with x = n * pi/2 + y, |y| <= pi/4 + tiny, for |x| < 2**19 * pi/2: three fused
     multiply-adds, each exact but for one rounding of a result no larger than the last."""
@@ -242,14 +248,14 @@ def _reduce_pio2(x):
     return n, _fma(-n, _PIO2_C, _fma(-n, _PIO2_B, _fma(-n, _PIO2_A, x)))
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def _sin_kernel(y):
     z = y * y
     r = _S2 + z * (_S3 + z * (_S4 + z * (_S5 + z * _S6)))
     return _fma(z * y, _S1 + z * r, y)
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def _cos_kernel(y):
     z = y * y
     r = z * (_C1 + z * (_C2 + z * (_C3 + z * (_C4 + z * (_C5 + z * _C6)))))
@@ -258,7 +264,7 @@ def _cos_kernel(y):
     return w + _fma(z, r, (1.0 - w) - hz)
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def _sincos_quadrant(x, shift):
     """sin(x) (shift 0) or cos(x) (shift 1) for |x| < TRIG_LIMIT; NaN beyond (the kernel
     then reruns with libm, see ``trig_in_range``)."""
@@ -271,27 +277,27 @@ def _sincos_quadrant(x, shift):
     return -v if q >= np.int64(2) else v
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def trig_in_range(x):
     """False for a finite x that sin_f64/cos_f64 cannot reduce (|x| >= 2**30): a loop
     kernel ANDs this over its sin/cos arguments and reruns with libm when it fails."""
     return not (abs(x) >= TRIG_LIMIT and abs(x) < math.inf)
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def sin_f64(x):
     result = _sincos_quadrant(x, np.int64(0))
     return x if x == 0.0 else result        # keeps -0.0
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def cos_f64(x):
     return _sincos_quadrant(x, np.int64(1))
 
 
 # --- built on the above ----------------------------------------------------------------------
 
-@numba.njit(**_OPTIONS)
+@_jit
 def tanh_f64(x):
     ax = abs(x)
     t = expm1_f64(2.0 * (ax if ax < 20.0 else 20.0))
@@ -299,7 +305,7 @@ def tanh_f64(x):
     return x if x == 0.0 or x != x else result
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def sigmoid_f64(x):
     """1 / (1 + exp(-x)) without overflow: exp(-|x|) / (1 + exp(-|x|)) mirrored."""
     e = exp_f64(-abs(x))
@@ -307,7 +313,7 @@ def sigmoid_f64(x):
     return p if x >= 0.0 else (e * p if x == x else x)
 
 
-@numba.njit(**_OPTIONS)
+@_jit
 def softplus_f64(x):
     """log(1 + exp(x)) as np.logaddexp(0, x)."""
     m = x if x > 0.0 else 0.0
@@ -317,7 +323,7 @@ def softplus_f64(x):
 # --- float32: through float64, rounded once --------------------------------------------------
 
 def _f32(fn):
-    @numba.njit(**_OPTIONS)
+    @_jit
     def wrapped(x):
         return np.float32(fn(np.float64(x)))
     wrapped.__name__ = wrapped.__qualname__ = fn.__name__[:-3] + "f32"

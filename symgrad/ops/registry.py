@@ -93,6 +93,10 @@ def is_scalar_literal(value: Any) -> bool:
 def apply(op: OpDef, inputs: tuple, attrs: Optional[dict] = None, name: Optional[str] = None):
     """Apply ``op``: a new graph node when any input is symbolic, else an eager value."""
     attrs = attrs or {}
+    for k, value in enumerate(inputs):
+        if value is None:
+            raise TypeError(f"sg.{op.name}: argument {k} is None; expected a Tensor, an eager "
+                            "value (sg.Variable), a numpy array or a number")
     symbolic = any(isinstance(i, Tensor) for i in inputs)
     eager = bool(_eager_types) and any(isinstance(i, _eager_types) for i in inputs)
     if symbolic and eager:
