@@ -8,7 +8,7 @@ one ``sympy.cse(..., order="none")`` over all of them (values and gradients toge
 >>> y = sg.reduce_sum(sg.sin(x) * x + sg.sin(x))
 >>> lowered = lower_kernel(build_plan(fold_graph([y])).kernels[0])
 >>> lowered.replacements, lowered.results
-([(t0, sin(x))], [t0*x + t0])
+([(t0, sin(a0))], [a0*t0 + t0])
 """
 
 from __future__ import annotations
