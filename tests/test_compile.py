@@ -154,7 +154,8 @@ def test_none_outputs_and_single_output():
 
 def test_compile_error_is_wrapped(monkeypatch):
     from symgrad.compile import printer
-    monkeypatch.setitem(printer.FUNCTIONS, "sin", "math.sin({0}, {0}, 'bad')")
+    monkeypatch.setitem(printer.BASE_FUNCTIONS, "sin",
+                        printer.NumbaForm(template="math.sin({0}, {0}, 'bad')"))
     x = sg.placeholder("x", shape=(3,))
     f = sg.function([x], sg.sin(x) * 3.0, math="libm")
     with pytest.raises(sg.CompileError, match="line"):

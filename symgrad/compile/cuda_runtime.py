@@ -35,6 +35,7 @@ Python thread) the grid is capped at ``SIM_BLOCKS`` blocks of ``SIM_THREADS`` th
 from __future__ import annotations
 
 import hashlib
+import importlib
 import math
 import types
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ from numba.core.errors import NumbaError
 
 from ..feeds import bind_keywords
 from ..shapes import is_fully_known
-from . import cache, support
+from . import cache
 from .function import CompiledFunction, Fallback, bind_runtime
 from .cuda_templates import BLOCK, accumulator_dtype, module_source, output_mode
 from .lower import lower_kernel
@@ -100,21 +101,17 @@ device_math = _sim_math() if SIMULATOR else math
 device_numpy = numpy if SIMULATOR else _device_numpy()
 
 
-def _device_helper(fn):
-    """support.py's helper compiled for the device: the same code object, with ``math``
-    and ``np`` bound to their device versions."""
-    py = fn.py_func
-    glb = {"math": device_math, "np": device_numpy, "__builtins__": __builtins__}
+@lru_cache(maxsize=None)
+def device_helper(spec: str):
+    """The njit scalar helper ``"package.module:function"`` (a scalar function's
+    ``numba_helper``) compiled for the device: the same code object, with ``math`` and
+    ``np`` bound to their device versions. Generated modules call this for each helper
+    their kernels use."""
+    module, _, name = spec.partition(":")
+    fn = getattr(importlib.import_module(module), name)
+    py = getattr(fn, "py_func", fn)
+    glb = {**py.__globals__, "math": device_math, "np": device_numpy}
     return cuda.jit(device=True)(types.FunctionType(py.__code__, glb, py.__name__))
-
-
-sign_ = _device_helper(support.sign_)
-relu_ = _device_helper(support.relu_)
-sigmoid_ = _device_helper(support.sigmoid_)
-softplus_ = _device_helper(support.softplus_)
-max_ = _device_helper(support.max_)
-min_ = _device_helper(support.min_)
-round_ = _device_helper(support.round_)
 
 
 # --- launch configuration ------------------------------------------------------------------

@@ -46,7 +46,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..shapes import format_shape
+from .driver import kernel_exprs
 from .lower import LoweredKernel
+from .printer import helpers_used
 from .regions import Kernel, KernelOutput, Plan
 from .templates import (OPTIONS, POINT_DECORATOR, input_access, quoted, split_body_source,
                         subscript_items)
@@ -190,8 +192,9 @@ def module_source(plan: Plan, lowered: list, key: str) -> str:
             "import numpy", "from numba import cuda, float64, int64", "",
             "from symgrad.compile.cuda_runtime import device_math as math",
             "from symgrad.compile.cuda_runtime import device_numpy as np",
-            "from symgrad.compile.cuda_runtime import (max_, min_, relu_, round_, sigmoid_,",
-            "                                          sign_, softplus_)", "",
+            "from symgrad.compile.cuda_runtime import device_helper",
+            *[f"{alias} = device_helper({spec!r})"
+              for alias, spec in helpers_used(kernel_exprs(lowered))], "",
             "f32 = numpy.float32", f"BLOCK = {BLOCK}", ""]
     parts = ["\n".join(head)]
     for lk in lowered:

@@ -13,6 +13,7 @@ from ..shapes import format_shape, is_fully_known
 from .lower import LoweredKernel
 from .nest import Nest, nest_inputs, nest_outputs, nest_source
 from .regions import Kernel, Plan, Step
+from .printer import helpers_used
 from .templates import checks_trig, loop_source, quoted, split_body_source
 from .vecmath import FAST
 
@@ -30,6 +31,22 @@ def _tuple(items) -> str:
 def _acc_dtype(out) -> str:
     return "np.float64" if out.source.dtype.kind == "f" else "np.int64"
 
+
+
+def kernel_exprs(lowered: list) -> list:
+    """Every sympy expression the kernels' scalar bodies print."""
+    return [e for lk in lowered for e in [*(x for _, x in lk.replacements), *lk.results]]
+
+
+def helper_imports(lowered: list) -> list:
+    """``from pkg.mod import fn_`` lines for the njit helpers the kernels call (derived from
+    the function classes in their expressions, see ``printer.helpers_used``)."""
+    by_module: dict = {}
+    for alias, spec in helpers_used(kernel_exprs(lowered)):
+        module, _, name = spec.partition(":")
+        by_module.setdefault(module, []).append(name if name == alias else
+                                                f"{name} as {alias}")
+    return [f"from {m} import {', '.join(names)}" for m, names in sorted(by_module.items())]
 
 class ModuleWriter:
     """Writes the source of one compiled function's module from its plan."""
@@ -49,10 +66,10 @@ class ModuleWriter:
         head = [f"# symgrad generated · key {self.key[:16]} · target {self.target}",
                 f"# inputs: {ins or '-'}   outputs: {outs or '-'}",
                 "import math", "", "import numba", "import numpy as np", "",
-                "from symgrad.compile.support import (always_inline, max_, min_, relu_, round_, "
-                "sigmoid_,", "                                     sign_, softplus_)",
+                "from symgrad.compile.support import always_inline",
                 "from symgrad.compile.vecmath import (trig_in_range, "
-                + ", ".join(sorted(n for pair in FAST.values() for n in pair)) + ")", "",
+                + ", ".join(sorted(n for pair in FAST.values() for n in pair)) + ")",
+                *helper_imports(self.lowered), "",
                 f"FASTMATH = {_fastmath()}", "f32 = np.float32", "array = np.array", "ndarray = np.ndarray", ""]
         parts = ["\n".join(head)]
         for unit in self.plan.units:

@@ -1,6 +1,8 @@
 """The numba printer of scalar sympy expressions (shared by every loop template).
 
-A small table-driven printer: ``FUNCTIONS`` maps sympy function names to code, the rest
+A small table-driven printer: a function prints from its class's ``numba_template`` /
+``numba_helper`` (symgrad's scalar functions, see ``ops/sympy_functions.py``) or from
+``BASE_FUNCTIONS`` (plain sympy functions, by class name); the rest
 is arithmetic, comparisons, booleans and ``Piecewise`` printed as a lazy conditional
 expression ``(a if c else b)``, so the branch that was not selected is never evaluated.
 Numbers are typed: in a float32 kernel a literal is printed as ``f32(2.0)``, so numba
@@ -17,36 +19,106 @@ keeps the arithmetic in float32 (a bare ``2.0`` is a float64 and promotes).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Optional
 
 import sympy as sp
 
 from .vecmath import FAST
 
-# name -> (format, typed-literal arguments appended): '{0}' is the first argument.
-FUNCTIONS = {
-    "sin": "math.sin({0})", "cos": "math.cos({0})", "tan": "math.tan({0})",
-    "asin": "math.asin({0})", "acos": "math.acos({0})", "atan": "math.atan({0})",
-    "sinh": "math.sinh({0})", "cosh": "math.cosh({0})", "tanh": "math.tanh({0})",
-    "asinh": "math.asinh({0})", "acosh": "math.acosh({0})", "atanh": "math.atanh({0})",
-    "exp": "math.exp({0})", "log": "math.log({0})", "expm1": "math.expm1({0})",
-    "log1p": "math.log1p({0})", "erf": "math.erf({0})", "atan2": "math.atan2({0}, {1})",
-    "floor": "np.floor({0})", "ceiling": "np.ceil({0})", "TfAbs": "abs({0})",
-    "Abs": "abs({0})", "TfSign": "sign_({0}, {one})", "sign": "sign_({0}, {one})",
-    "Relu": "relu_({0}, {zero})", "Step": "({one} if ({0}) > 0 else {zero})",
-    "Sigmoid": "sigmoid_({0}, {one})",
-    "Softplus": "softplus_({0}, {zero}, {one})", "TfMax": "max_({0}, {1})",
-    "TfMin": "min_({0}, {1})", "Max": "max_({0}, {1})", "Min": "min_({0}, {1})",
-    "TfRound": "round_({0}, {one})", "TfPow": "({0})**({1})",
+SUPPORT = "symgrad.compile.support:"
+
+
+@dataclass(frozen=True)
+class NumbaForm:
+    """How one function prints: a format ``template`` over the printed arguments
+    (``{0}``, ``{1}``, ... and the typed literals ``{one}``, ``{zero}``), or a call of the
+    njit scalar ``helper`` ("package.module:function") with the printed arguments followed
+    by the typed ``constants``."""
+
+    template: Optional[str] = None
+    helper: Optional[str] = None
+    constants: tuple = ()
+
+    def format(self, args: list, one: str, zero: str) -> str:
+        literals = {"one": one, "zero": zero}
+        if self.helper is not None:
+            texts = list(args) + [literals[c] for c in self.constants]
+            return f"{helper_alias(self.helper)}({', '.join(texts)})"
+        return self.template.format(*args, **literals)
+
+
+def _t(template: str) -> NumbaForm:
+    return NumbaForm(template=template)
+
+
+# Plain sympy functions (one base table). symgrad's own scalar functions carry their
+# numba form on their class (ops/sympy_functions.py) and are not listed here.
+BASE_FUNCTIONS = {
+    **{name: _t(f"math.{name}({{0}})") for name in (
+        "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh",
+        "acosh", "atanh", "exp", "log", "expm1", "log1p", "erf")},
+    "atan2": _t("math.atan2({0}, {1})"), "floor": _t("np.floor({0})"),
+    "ceiling": _t("np.ceil({0})"), "Abs": _t("abs({0})"),
+    "sign": NumbaForm(helper=SUPPORT + "sign_", constants=("one",)),
+    "Max": NumbaForm(helper=SUPPORT + "max_"), "Min": NumbaForm(helper=SUPPORT + "min_"),
 }
 
-HELPERS = ("sign_", "relu_", "sigmoid_", "softplus_", "max_", "min_", "round_")
+MATH_MODES = ("fast", "libm")
+"""Printer math modes. "fast" prints ``vecmath``'s vectorisable forms (``FAST``) for the
+functions that have one; a function class may also override its form for one mode with a
+``numba_forms = {mode: template-or-"pkg.mod:helper"}`` attribute; otherwise both modes
+print ``numba_template``/``numba_helper``."""
+TRIG = frozenset({"sin", "cos"})
+
+
+def helper_alias(spec: str) -> str:
+    """The name a generated module binds helper ``"pkg.mod:fn"`` to (``fn``, ending in
+    ``_`` so it never collides with an input name)."""
+    name = spec.rpartition(":")[2]
+    return name if name.endswith("_") else name + "_"
+
+
+def function_form(cls, math_mode: str = "libm") -> Optional[NumbaForm]:
+    """The numba form of function class ``cls`` in ``math_mode``, or None."""
+    override = (getattr(cls, "numba_forms", None) or {}).get(math_mode)
+    if override is not None:
+        return _form_of(override, getattr(cls, "numba_constants", ()))
+    template = getattr(cls, "numba_template", None)
+    helper = getattr(cls, "numba_helper", None)
+    if template is not None or helper is not None:
+        return NumbaForm(template=template, helper=helper,
+                         constants=tuple(getattr(cls, "numba_constants", ())))
+    return BASE_FUNCTIONS.get(cls.__name__)
+
+
+def _form_of(text: str, constants) -> NumbaForm:
+    if ":" in text and "(" not in text:
+        return NumbaForm(helper=text, constants=tuple(constants))
+    return NumbaForm(template=text)
+
+
+def helpers_used(exprs, math_mode: str = "libm") -> list:
+    """Sorted ``(alias, "pkg.mod:fn")`` of the njit helpers that printing ``exprs`` calls:
+    what a generated module imports (CPU) or compiles as device functions (CUDA)."""
+    found = {}
+    for expr in exprs:
+        if not isinstance(expr, sp.Basic):
+            continue
+        for f in expr.atoms(sp.Function):
+            form = function_form(type(f), math_mode)
+            if form is not None and form.helper is not None:
+                alias = helper_alias(form.helper)
+                if found.setdefault(alias, form.helper) != form.helper:
+                    raise ValueError(f"symgrad.compile: helpers {found[alias]} and "
+                                     f"{form.helper} share the name {alias}")
+    return sorted(found.items())
+
 
 _RELATIONS = {"StrictLessThan": "<", "LessThan": "<=", "StrictGreaterThan": ">",
               "GreaterThan": ">=", "Equality": "==", "Unequality": "!="}
 
 
-MATH_MODES = ("fast", "libm")
-TRIG = frozenset({"sin", "cos"})
 
 
 class NumbaPrinter:
@@ -111,13 +183,15 @@ class NumbaPrinter:
                 self.trig_args.append(arg)
             self.fast_sites += 1
             return f"{fast[1] if self.float32 else fast[0]}({arg})"
-        fmt = FUNCTIONS.get(name)
-        if fmt is None:
-            raise NotImplementedError(f"symgrad.compile: no numba form for function {name}")
+        form = function_form(type(expr), "fast" if self.fast else "libm")
+        if form is None:
+            raise NotImplementedError("symgrad.compile: no numba form for function "
+                                      f"{type(expr).__name__} (give its class a "
+                                      "numba_template or numba_helper)")
         integer = bool(expr.args[0].is_integer)
         one = "1" if integer else self.float_literal(1.0)
         zero = "0" if integer else self.float_literal(0.0)
-        return fmt.format(*[self._print(a) for a in expr.args], one=one, zero=zero)
+        return form.format([self._print(a) for a in expr.args], one, zero)
 
     def _operand(self, expr, integer: bool) -> str:
         """An operand of * or /: numbers typed by context, sums in parentheses."""

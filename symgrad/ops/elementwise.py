@@ -81,9 +81,9 @@ log1p = unary("log1p", np.log1p, tf.log1p, lambda g, out, x: (g / (1.0 + x),),
               domain=(-0.8, 3.0))
 sqrt = unary("sqrt", np.sqrt, sp.sqrt, lambda g, out, x: (g * 0.5 / out,), domain=(0.2, 3.0))
 square = unary("square", np.square, lambda x: x**2, lambda g, out, x: (g * 2.0 * x,))
-sigmoid = unary("sigmoid", NUMPY_FUNCTIONS["Sigmoid"], tf.Sigmoid,
+sigmoid = unary("sigmoid", tf.Sigmoid.numpy_form, tf.Sigmoid,
                 lambda g, out, x: (g * out * (1.0 - out),), domain=(-4.0, 4.0))
-softplus = unary("softplus", NUMPY_FUNCTIONS["Softplus"], tf.Softplus,
+softplus = unary("softplus", tf.Softplus.numpy_form, tf.Softplus,
                  lambda g, out, x: (g * F.sigmoid(x),), domain=(-4.0, 4.0))
 erf = unary("erf", NUMPY_FUNCTIONS["erf"], sp.erf,
             lambda g, out, x: (g * (2.0 / SQRT_PI) * F.exp(-x * x),))
@@ -93,7 +93,7 @@ abs = unary("abs", np.abs, tf.TfAbs, lambda g, out, x: (g * F.sign(x),))
 sign = unary("sign", np.sign, tf.TfSign, lambda g, out, x: (F.zeros_like(x),))
 # sign(relu(x)) is 0 wherever it is selected, but keeps the result connected to x, as
 # TF's ReluGrad(g, x) is: relu'' is zeros, not None (the symbolic partial uses x too).
-relu = unary("relu", NUMPY_FUNCTIONS["Relu"], tf.Relu,
+relu = unary("relu", tf.Relu.numpy_form, tf.Relu,
              lambda g, out, x: (F.where(x > 0, g, F.sign(F.relu(x))),))
 floor = unary("floor", np.floor, sp.floor, differentiable=False)
 ceil = unary("ceil", np.ceil, sp.ceiling, differentiable=False)

@@ -10,6 +10,7 @@ import numpy as np
 import sympy as sp
 
 from ..dtypes import is_bool, is_integer
+from .sympy_functions import SCALAR_FUNCTIONS
 
 
 @lru_cache(maxsize=None)
@@ -30,16 +31,6 @@ def input_symbols(dtypes) -> tuple:
     return tuple(input_symbol(i, dtype_kind(d)) for i, d in enumerate(dtypes))
 
 
-def _sigmoid(x):
-    x = np.asarray(x)
-    return np.exp(-np.logaddexp(0, -x)).astype(np.result_type(x, np.float32), copy=False)
-
-
-def _softplus(x):
-    x = np.asarray(x)
-    return np.logaddexp(np.zeros((), np.result_type(x, np.float32)), x)
-
-
 _erf_scalar = np.vectorize(math.erf, otypes=[np.float64])
 
 
@@ -48,17 +39,31 @@ def _erf(x):
     return _erf_scalar(x).astype(np.result_type(x, np.float32), copy=False)
 
 
-NUMPY_FUNCTIONS = {
-    "TfAbs": np.abs, "TfSign": np.sign, "Relu": lambda x: np.maximum(x, 0),
-    "Step": lambda x: (np.asarray(x) > 0).astype(np.result_type(x, np.float32)),
-    "Sigmoid": _sigmoid, "Softplus": _softplus, "TfMax": np.maximum, "TfMin": np.minimum,
-    "TfPow": np.power, "TfRound": np.round, "erf": _erf, "expm1": np.expm1,
-    "log1p": np.log1p,
-}
+# Plain sympy functions whose numpy form lambdify's "numpy" module lacks (one base table).
+BASE_NUMPY_FUNCTIONS = {"erf": _erf, "expm1": np.expm1, "log1p": np.log1p}
+
+
+def numpy_forms(classes) -> dict:
+    """{class name: numpy_form} for the function classes that carry one."""
+    return {cls.__name__: cls.numpy_form for cls in classes
+            if getattr(cls, "numpy_form", None) is not None}
+
+
+NUMPY_FUNCTIONS = {**BASE_NUMPY_FUNCTIONS, **numpy_forms(SCALAR_FUNCTIONS.values())}
+"""The lambdify namespace: the base table plus every registered scalar function's form
+(a snapshot at import; ``numpy_callable`` also adds the forms of the functions in its
+expression, so a scalar function defined later works too)."""
 
 
 @lru_cache(maxsize=4096)
 def numpy_callable(expr: sp.Expr, nargs: int, kinds: tuple):
     """A numpy function of ``nargs`` positional arrays that evaluates ``expr``."""
     symbols = [input_symbol(i, kinds[i]) for i in range(nargs)]
-    return sp.lambdify(symbols, expr, modules=[NUMPY_FUNCTIONS, "numpy"])
+    return sp.lambdify(symbols, expr, modules=[numpy_namespace(expr), "numpy"])
+
+
+def numpy_namespace(expr) -> dict:
+    """NUMPY_FUNCTIONS plus the numpy forms of the function classes used in ``expr``."""
+    used = {type(f) for f in expr.atoms(sp.Function)} if isinstance(expr, sp.Basic) else ()
+    extra = numpy_forms(cls for cls in used if cls.__name__ not in NUMPY_FUNCTIONS)
+    return {**NUMPY_FUNCTIONS, **extra} if extra else NUMPY_FUNCTIONS

@@ -1,4 +1,5 @@
-"""sympy functions whose derivatives follow TensorFlow's conventions at kinks.
+"""sympy functions whose derivatives follow TensorFlow's conventions at kinks, each
+defined once with its sympy, numpy and numba forms.
 
 sympy's own ``Abs``, ``sign``, ``Max`` differentiate to ``sign``, ``DiracDelta`` and
 ``Heaviside`` (with ``Heaviside(0) = 1/2``). These replacements make plain ``sympy.diff``
@@ -12,19 +13,65 @@ give TF's numbers at every order: ``abs'(0) = sign(0) = 0``, ``sign' = 0``,
 Step(x)
 >>> sp.diff(TfAbs(x), x, 2)
 0
+
+One definition per function
+---------------------------
+A scalar function is a sympy ``Function`` subclass that carries its backends' forms as
+class attributes; printers, the reference interpreter's namespace, the generated modules'
+imports and the CUDA device helpers are all derived from them:
+
+* ``numpy_form``: a callable on numpy arrays (the reference interpreter's lambdify
+  namespace maps the class name to it);
+* ``numba_template``: a format string over the printed arguments ``{0}``, ``{1}``, ...
+  and the typed literals ``{one}``, ``{zero}`` (``"math.lgamma({0})"``), or
+* ``numba_helper``: ``"package.module:function"``, a ``numba.njit(cache=True)`` scalar
+  function (plain scalar math, so that it also compiles as a CUDA device function),
+  called with the printed arguments followed by the typed constants named in
+  ``numba_constants`` (``("one",)``); its name should end with ``_``;
+* optionally ``numba_forms``: ``{math_mode: template or helper}`` overriding the above
+  for one printer math mode (a hook for vectorised fast math).
+
+Subclasses of :class:`ScalarFunction` register themselves in ``SCALAR_FUNCTIONS``; any
+other ``sympy.Function`` subclass with these attributes is printed the same way.
+
+>>> Sigmoid.numba_helper, Sigmoid.numba_constants
+('symgrad.compile.support:sigmoid_', ('one',))
+>>> sorted(SCALAR_FUNCTIONS)[:3]
+['Relu', 'Sigmoid', 'Softplus']
 """
 
 from __future__ import annotations
 
+import numpy as np
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 
 __all__ = ["TfAbs", "TfSign", "Relu", "Sigmoid", "Softplus", "TfMax", "TfMin", "TfPow",
-           "TfRound", "Step", "expm1", "log1p", "TF_FUNCTIONS"]
+           "TfRound", "Step", "expm1", "log1p", "ScalarFunction", "SCALAR_FUNCTIONS",
+           "TF_FUNCTIONS"]
+
+SCALAR_FUNCTIONS: dict = {}
+"""Every :class:`ScalarFunction` subclass by class name (filled as classes are defined)."""
+
+_SUPPORT = "symgrad.compile.support:"
 
 
-class _TfFunction(sp.Function):
-    """Base: numeric evaluation through the equivalent plain sympy expression."""
+class ScalarFunction(sp.Function):
+    """Base of the TF-style scalar functions: registers the subclass and evaluates it
+    numerically through the equivalent plain sympy expression (``standard``)."""
+
+    numpy_form = None
+    numba_template = None
+    numba_helper = None
+    numba_constants: tuple = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        previous = SCALAR_FUNCTIONS.get(cls.__name__)
+        if previous is not None and previous.__module__ != cls.__module__:
+            raise TypeError(f"symgrad: scalar function name {cls.__name__!r} is defined in "
+                            f"both {previous.__module__} and {cls.__module__}")
+        SCALAR_FUNCTIONS[cls.__name__] = cls
 
     def standard(self) -> sp.Expr:
         raise NotImplementedError
@@ -35,13 +82,34 @@ class _TfFunction(sp.Function):
         return self.standard().evalf(prec_to_dps(prec))
 
 
+def _sigmoid(x):
+    x = np.asarray(x)
+    return np.exp(-np.logaddexp(0, -x)).astype(np.result_type(x, np.float32), copy=False)
+
+
+def _softplus(x):
+    x = np.asarray(x)
+    return np.logaddexp(np.zeros((), np.result_type(x, np.float32)), x)
+
+
+def _relu(x):
+    return np.maximum(x, 0)
+
+
+def _step(x):
+    return (np.asarray(x) > 0).astype(np.result_type(x, np.float32))
+
+
 def prec_to_dps(prec: int) -> int:
     return max(1, int(round((prec - 1) * 0.30103)))
 
 
-class Step(_TfFunction):
+class Step(ScalarFunction):
     """1 where x > 0 else 0: relu's derivative. Its own derivative is 0 (TF's ReluGrad has
     a zero gradient with respect to x), so relu'' is zeros, not None."""
+
+    numpy_form = staticmethod(_step)
+    numba_template = "({one} if ({0}) > 0 else {zero})"
 
     @classmethod
     def eval(cls, x):
@@ -58,8 +126,12 @@ class Step(_TfFunction):
         return r"\theta{\left(%s \right)}" % printer._print(self.args[0])
 
 
-class TfSign(_TfFunction):
+class TfSign(ScalarFunction):
     """sign(x) with derivative 0 everywhere (TF)."""
+
+    numpy_form = staticmethod(np.sign)
+    numba_helper = _SUPPORT + "sign_"
+    numba_constants = ("one",)
 
     def standard(self):
         return sp.sign(self.args[0])
@@ -76,8 +148,11 @@ class TfSign(_TfFunction):
         return r"\operatorname{sign}{\left(%s \right)}" % printer._print(self.args[0])
 
 
-class TfAbs(_TfFunction):
+class TfAbs(ScalarFunction):
     """|x| with derivative sign(x), so abs'(0) = 0 (TF)."""
+
+    numpy_form = staticmethod(np.abs)
+    numba_template = "abs({0})"
 
     def standard(self):
         return sp.Abs(self.args[0])
@@ -94,8 +169,12 @@ class TfAbs(_TfFunction):
         return r"\left|{%s}\right|" % printer._print(self.args[0])
 
 
-class Relu(_TfFunction):
+class Relu(ScalarFunction):
     """max(x, 0) with relu'(0) = 0 (TF)."""
+
+    numpy_form = staticmethod(_relu)
+    numba_helper = _SUPPORT + "relu_"
+    numba_constants = ("zero",)
 
     def standard(self):
         return sp.Max(self.args[0], 0)
@@ -112,8 +191,12 @@ class Relu(_TfFunction):
         return r"\operatorname{relu}{\left(%s \right)}" % printer._print(self.args[0])
 
 
-class Sigmoid(_TfFunction):
+class Sigmoid(ScalarFunction):
     """1 / (1 + exp(-x)), evaluated stably by every backend."""
+
+    numpy_form = staticmethod(_sigmoid)
+    numba_helper = _SUPPORT + "sigmoid_"
+    numba_constants = ("one",)
 
     def standard(self):
         return 1 / (1 + sp.exp(-self.args[0]))
@@ -130,8 +213,12 @@ class Sigmoid(_TfFunction):
         return r"\sigma{\left(%s \right)}" % printer._print(self.args[0])
 
 
-class Softplus(_TfFunction):
+class Softplus(ScalarFunction):
     """log(1 + exp(x)); its derivative is Sigmoid (stable for large x)."""
+
+    numpy_form = staticmethod(_softplus)
+    numba_helper = _SUPPORT + "softplus_"
+    numba_constants = ("zero", "one")
 
     def standard(self):
         return sp.log(1 + sp.exp(self.args[0]))
@@ -143,8 +230,11 @@ class Softplus(_TfFunction):
         return r"\operatorname{softplus}{\left(%s \right)}" % printer._print(self.args[0])
 
 
-class TfMax(_TfFunction):
+class TfMax(ScalarFunction):
     """max(x, y); at ties the whole gradient goes to x (TF)."""
+
+    numpy_form = staticmethod(np.maximum)
+    numba_helper = _SUPPORT + "max_"
 
     def standard(self):
         return sp.Max(*self.args)
@@ -166,8 +256,11 @@ class TfMax(_TfFunction):
         return r"\max\left(%s, %s\right)" % tuple(printer._print(a) for a in self.args)
 
 
-class TfMin(_TfFunction):
+class TfMin(ScalarFunction):
     """min(x, y); at ties the whole gradient goes to x (TF)."""
+
+    numpy_form = staticmethod(np.minimum)
+    numba_helper = _SUPPORT + "min_"
 
     def standard(self):
         return sp.Min(*self.args)
@@ -189,11 +282,14 @@ class TfMin(_TfFunction):
         return r"\min\left(%s, %s\right)" % tuple(printer._print(a) for a in self.args)
 
 
-class TfPow(_TfFunction):
+class TfPow(ScalarFunction):
     """x**y with TF's guarded log: d/dy is x**y * (log(x) where x > 0, else 0).
 
     With a numeric exponent it is sympy's own power (no log is ever needed then).
     """
+
+    numpy_form = staticmethod(np.power)
+    numba_template = "({0})**({1})"
 
     def standard(self):
         return sp.Pow(*self.args)
@@ -216,8 +312,12 @@ class TfPow(_TfFunction):
         return r"{\left(%s\right)}^{%s}" % (x, y)
 
 
-class TfRound(_TfFunction):
+class TfRound(ScalarFunction):
     """Round half to even (numpy and TF); not differentiable."""
+
+    numpy_form = staticmethod(np.round)
+    numba_helper = _SUPPORT + "round_"
+    numba_constants = ("one",)
 
     def standard(self):
         return sp.Integer(round(float(self.args[0])))
@@ -228,7 +328,6 @@ class TfRound(_TfFunction):
             return sp.Integer(round(float(x)))
 
 
-# Every custom function, by name: printers map these names to backend code. The names
-# differ from sympy's (Abs, Pow, ...) because sympy's printers dispatch on class names.
-TF_FUNCTIONS = {cls.__name__: cls for cls in
-                (TfAbs, TfSign, Relu, Step, Sigmoid, Softplus, TfMax, TfMin, TfPow, TfRound)}
+# The names differ from sympy's (Abs, Pow, ...) because sympy's printers dispatch on class
+# names. Kept as the historical name of the registry.
+TF_FUNCTIONS = SCALAR_FUNCTIONS
