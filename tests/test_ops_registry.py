@@ -23,8 +23,8 @@ SMOOTH = [n for n in ELEMENTWISE if REGISTRY[n].differentiable
 STRUCTURAL_TESTED = {"reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min",
                      "matmul", "transpose", "reshape", "getitem", "cast"}
 INTERNAL = {"expr", "ones_like", "zeros_like", "reshape_like", "expand_dims", "broadcast_like",
-            "unbroadcast", "unbroadcast_any", "getitem_grad", "axis_size", "prod_others", "placeholder",
-            "constant"}
+            "unbroadcast", "unbroadcast_any", "getitem_grad", "axis_size", "prod_others",
+            "placeholder", "constant"}
 # index, scan and contraction ops: their cases live in tests/test_ops_indexing.py
 STRUCTURAL_TESTED |= {"gather", "cumsum", "cumprod", "einsum", "tensordot", "argmax", "argmin",
                       "one_hot"}
