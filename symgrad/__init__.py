@@ -26,6 +26,10 @@ from .ops.sources import constant, placeholder
 # index, scan and contraction ops (v2; symgrad/ops/indexing.py, scan.py, contraction.py)
 from .ops.api import (argmax, argmin, cumprod, cumsum, einsum, gather, one_hot,
                       tensordot)
+# layout ops (v2; symgrad/ops/layout.py, band.py, layout_api.py)
+from .ops.api import expand_dims
+from .ops.layout_api import (broadcast_to, concat, diag, diag_part, pad, reverse, roll, split,
+                             squeeze, stack, tile, trace, tril, triu, unstack)
 from .symbolic import latex, to_sympy
 from .tape import EagerTensor, GradientTape, Variable, get_gradient
 from . import testing  # noqa: E402  (sg.testing.check_gradients, check_vjp)
@@ -46,3 +50,6 @@ __all__ = [
 ]
 # index, scan and contraction ops (v2)
 __all__ += ["argmax", "argmin", "cumprod", "cumsum", "einsum", "gather", "one_hot", "tensordot"]
+# layout ops (v2)
+__all__ += ["broadcast_to", "concat", "diag", "diag_part", "expand_dims", "pad", "reverse",
+            "roll", "split", "squeeze", "stack", "tile", "trace", "tril", "triu", "unstack"]

@@ -60,6 +60,20 @@ class TensorOperators:
     def ndim(self) -> int:
         return len(self.shape)
 
+    def reshape(self, *shape):
+        """``x.reshape(3, -1)`` or ``x.reshape((3, -1))``, as numpy."""
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = tuple(shape[0])
+        return self._api().reshape(self, shape)
+
+    def __len__(self) -> int:
+        """The static leading length (TypeError for a scalar or an unknown length)."""
+        shape = tuple(self.shape)
+        if not shape or shape[0] is None:
+            raise TypeError(f"len() of tensor {self.name!r} with unknown or no leading "
+                            f"dimension (shape {format_shape(shape)})")
+        return int(shape[0])
+
     def __bool__(self):
         raise TypeError(f"the truth value of tensor {self.name!r} is not defined; "
                         "use sg.where(cond, a, b) for a choice made per element")

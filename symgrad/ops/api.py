@@ -169,10 +169,25 @@ def cast(x, dtype: Any, name: Optional[str] = None):
     return apply(S.cast, (x,), {"dtype": as_dtype(dtype, "cast")}, name)
 
 
-def expand_dims(x, axes: Sequence[int], name: Optional[str] = None):
-    """Insert length-1 axes at ``axes`` (positions in the result)."""
-    rank = _rank(x) + len(axes)
-    return apply(S.expand_dims, (x,), {"axes": tuple(sorted(a % rank for a in axes))}, name)
+def expand_dims(x, axis: int | Sequence[int], name: Optional[str] = None):
+    """Insert a length-1 axis at ``axis`` (in ``[-rank-1, rank]``; a sequence inserts
+    several, as positions in the result).
+
+    >>> import symgrad as sg
+    >>> sg.expand_dims(sg.placeholder("x", (2, None)), -1).shape
+    (2, None, 1)
+    """
+    if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool):
+        axis = (int(axis),)
+    elif not isinstance(axis, (list, tuple)) or \
+            not all(isinstance(a, (int, np.integer)) for a in axis):
+        raise TypeError(f"expand_dims: axis must be an int, got {axis!r}")
+    rank = _rank(x) + len(axis)
+    if any(not -rank <= a < rank for a in axis):
+        raise ShapeError(f"expand_dims: axis {tuple(axis)} is out of range [{-rank}, "
+                         f"{rank - 1}] for an input of rank {_rank(x)}")
+    return apply(S.expand_dims, (x,), {"axes": tuple(sorted(int(a) % rank for a in axis))},
+                 name)
 
 
 def broadcast_like(x, like, name: Optional[str] = None):

@@ -45,6 +45,8 @@ class OpDef:
     dtype_rule: Optional[Callable] = None
     domain: tuple = (-2.0, 2.0)
     public: bool = True
+    # structural: test cases the registry-driven tests run (tests/test_ops_registry.py)
+    examples: tuple = field(default=(), repr=False)
     doc: str = field(default="", repr=False)
 
     def __repr__(self) -> str:
@@ -55,6 +57,21 @@ class OpDef:
     def formula(self, symbols: tuple, attrs: dict) -> sp.Expr:
         """The scalar sympy form of an elementwise op over ``symbols``."""
         return self.sympy(*symbols, **attrs)
+
+
+@dataclass(frozen=True)
+class Example:
+    """A test case of a structural op: ``sg.<public>(*inputs, **kwargs)`` (the inputs as one
+    list when ``listed``) on random inputs of ``shapes``, against ``reference(*arrays)``
+    (numpy). ``unknown``: placeholder shapes with None dims for the same inputs (None:
+    every dim unknown; ``()``: the op needs static shapes)."""
+
+    shapes: tuple
+    kwargs: dict
+    reference: Callable
+    listed: bool = False
+    unknown: Optional[tuple] = None
+    public: str = ""
 
 
 def register(op: OpDef) -> OpDef:

@@ -13,7 +13,7 @@ from ..dtypes import as_dtype, is_floating
 from ..errors import ShapeError
 from ..shapes import format_shape, reduced_shape, reshape_shape
 from . import api as F
-from .registry import structural
+from .registry import Example, structural
 
 
 def _reduce_infer(x, axes, keepdims):
@@ -155,8 +155,9 @@ def _expand_infer(x, axes):
 
 expand_dims = structural(
     "expand_dims", lambda x, axes: np.expand_dims(x, axes), _expand_infer,
-    vjp=lambda g, out, x, axes: (F.reshape_like(g, x),), public=False,
-    passes_mask=True)
+    vjp=lambda g, out, x, axes: (F.reshape_like(g, x),), passes_mask=True,
+    examples=(Example(((2, 3),), {"axis": -1}, lambda a: a[..., None]),
+              Example(((3,),), {"axis": 0}, lambda a: a[None])))
 broadcast_like = structural(
     "broadcast_like", lambda x, like: np.array(np.broadcast_to(x, np.shape(like))),
     lambda x, like: (like.shape, x.dtype),
