@@ -180,7 +180,8 @@ def test_eight_threads_call_one_function(fresh):
     loss = sg.reduce_sum(sg.exp(-x * x))
     f = sg.function([x], [loss, sg.gradients(loss, x)[0]], target="parallel")
     rng = np.random.default_rng(0)
-    inputs = [rng.normal(size=10_000 + k) for k in range(8)]
+    # half below, half above the size where the parallel (prange) kernels take over
+    inputs = [rng.normal(size=(10_000 if k % 2 else 100_000) + k) for k in range(8)]
     out = [None] * 8
     barrier = threading.Barrier(8)
 
@@ -402,3 +403,40 @@ def test_the_suite_never_uses_the_users_cache():
     user = Path(os.path.expanduser("~")) / ".cache" / "symgrad"
     assert Path(os.environ["SYMGRAD_CACHE_DIR"]).resolve() != user.resolve()
     assert "symgrad-tests-" in os.environ["SYMGRAD_KEY_FILE"]
+
+
+_WORKQUEUE_SCRIPT = """
+import threading, numpy as np, symgrad as sg
+x = sg.placeholder("x", shape=(None,))
+loss = sg.reduce_sum(sg.exp(-x * x))
+f = sg.function([x], [loss, sg.gradients(loss, x)[0]], target="parallel")
+a = np.linspace(-1.0, 1.0, 200_000)
+want = f(a)
+import numba
+assert numba.threading_layer() == "workqueue", numba.threading_layer()
+bad = []
+def work():
+    for _ in range(10):
+        got = f(a)
+        bad.append(not np.allclose(got[1], want[1]))
+threads = [threading.Thread(target=work) for _ in range(8)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print("calls", len(bad), "bad", sum(bad))
+"""
+
+
+def test_eight_threads_call_a_parallel_function_under_the_workqueue_layer(tmp_path):
+    """numba's workqueue layer aborts the process when two threads launch parallel kernels
+    at once; symgrad serialises its parallel kernels under that layer."""
+    import subprocess
+    import sys
+    env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue",
+               SYMGRAD_CACHE_DIR=str(tmp_path / "cache"),
+               SYMGRAD_KEY_FILE=str(tmp_path / "key"))
+    root = Path(__file__).resolve().parent.parent
+    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, "-c", _WORKQUEUE_SCRIPT], env=env, cwd=root,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "calls 80 bad 0" in done.stdout
