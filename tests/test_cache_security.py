@@ -440,3 +440,20 @@ def test_eight_threads_call_a_parallel_function_under_the_workqueue_layer(tmp_pa
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "calls 80 bad 0" in done.stdout
+
+
+def test_doctests_alone_never_use_the_users_cache(tmp_path):
+    """``pytest symgrad/...`` (doctests only, tests/conftest.py not loaded) compiles into
+    a temporary cache: HOME points at an empty folder, which stays empty of symgrad."""
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SYMGRAD_", "XDG_CACHE", "XDG_CONFIG"))}
+    env.update(HOME=str(tmp_path), PYTHONPATH=str(root))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "symgrad/compile/function.py"], env=env, cwd=root,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert not (tmp_path / ".cache" / "symgrad").exists()
+    assert not (tmp_path / ".config" / "symgrad").exists()
