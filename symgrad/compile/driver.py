@@ -368,7 +368,7 @@ class ModuleWriter:
         v = f"v{node.index}"
         ins = [self.value_of(i) for i in node.inputs]
         name, attrs = node.op.name, node.attrs
-        comment = f"  # {node.op.name} '{node.name}'"
+        comment = f"  # {node.op.name} {quoted(node.name)}"
         if name == "getitem":
             line = f"{v} = {ins[0]}[{_key(attrs['key'])}]"
         elif name == "transpose":
