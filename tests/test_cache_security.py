@@ -107,6 +107,20 @@ def test_write_faults_compile_in_memory(fresh, monkeypatch, fault):
     _check(f, 7.0)
 
 
+@pytest.mark.skipif(os.getuid() == 0, reason="root writes into any directory")
+def test_a_really_unwritable_directory(fresh):
+    directory = fresh / "cache"
+    directory.mkdir()
+    os.chmod(directory, 0o500)
+    x, y = _graph(67.0)
+    try:
+        with pytest.warns(sg.CacheWarning, match="compiled in memory"):
+            f = sg.function([x], y)
+    finally:
+        os.chmod(directory, 0o700)
+    _check(f, 67.0)
+
+
 def test_cache_dir_naming_a_file(fresh, monkeypatch):
     target = fresh / "afile"
     target.write_text("not a directory")
@@ -124,9 +138,13 @@ def test_directory_where_the_module_should_be(fresh):
     path.unlink()
     path.mkdir()
     _forget(f)
-    with pytest.warns(sg.CacheWarning):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         g = sg.function([x], y)
     _check(g, 13.0)
+    texts = " | ".join(str(w.message) for w in caught if w.category is sg.CacheWarning)
+    assert "is not a regular file" in texts and "compiled in memory" in texts, texts
+    assert str(path.parent) in texts and "SYMGRAD_CACHE_DIR" in texts
 
 
 def test_truncated_file_is_rebuilt(fresh):

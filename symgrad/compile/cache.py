@@ -166,7 +166,16 @@ def mac(name: str, source: str) -> str:
 
 
 def sealed(name: str, source: str) -> str:
-    """The file text of module ``name``: the source, then its MAC line."""
+    r"""The file text of module ``name``: the source, then its MAC line.
+
+    >>> text = sealed("symgrad_gen_a", "x = 1\n")
+    >>> text.splitlines()[-1].startswith("# symgrad-mac ")
+    True
+    >>> unsealed("symgrad_gen_a", text.encode()), unsealed("symgrad_gen_b", text.encode())
+    ('x = 1\n', None)
+    >>> unsealed("symgrad_gen_a", text.replace("1", "2").encode()) is None
+    True
+    """
     return source + MAC_PREFIX + mac(name, source) + "\n"
 
 
@@ -211,6 +220,11 @@ def versions() -> str:
 
 
 def module_name(key: str) -> str:
+    """The module (and file) name of a cache key.
+
+    >>> module_name("0123456789abcdef" * 4)
+    'symgrad_gen_0123456789abcdef0123456789abcdef'
+    """
     return f"symgrad_gen_{key[:32]}"
 
 
@@ -259,7 +273,11 @@ def numba_cache_allowed(module_file: Path) -> bool:
 def safe_directory(path: Path, created: bool = False) -> Optional[str]:
     """None if ``path`` and every parent are owned by this user or root and writable by
     nobody else (a sticky world-writable parent such as /tmp is accepted; so is ``path``
-    itself when ``created``: the directory we need will be made inside it), else why not."""
+    itself when ``created``: the directory we need will be made inside it), else why not.
+
+    >>> safe_directory(Path("/")) is None
+    True
+    """
     uid = os.getuid()
     current = path.resolve()
     first = not created
