@@ -10,6 +10,8 @@ import symgrad as sg
 from symgrad.compile.regions import Kernel
 
 TARGETS = ["cpu", "parallel"]
+# cuda runs under the simulator on machines without a GPU (tests/conftest.py)
+ALL_TARGETS = TARGETS + [pytest.param("cuda", marks=pytest.mark.cuda)]
 
 
 def agree(inputs, outputs, args, target, rtol=1e-12, atol=1e-14):
@@ -36,3 +38,42 @@ def test_schedule_cycle_through_a_step(target):
     assert len(f.plan.kernels) >= 2
     order = [u for u in f.plan.units if isinstance(u, Kernel)]
     assert [k.index for k in order] == sorted(k.index for k in order)
+
+
+def _selections(variant: int):
+    """A ``where`` whose condition compares computed values, meeting maximum/relu/minimum
+    of computed values: sympy's piecewise_fold then builds boolean ``ITE`` conditions."""
+    x, y = sg.placeholder("x", (7,)), sg.placeholder("y", (7,))
+    a, b = sg.sin(x), sg.cos(y)
+    if variant == 0:
+        w = sg.where(a > b, sg.maximum(a, b), sg.relu(a - b))
+        out = sg.maximum(w, a * b)
+    elif variant == 1:
+        w = sg.where(sg.relu(a) >= b, sg.minimum(a * 2.0, b), a)
+        out = sg.relu(w - 0.1) * sg.where(w < a, b, w)
+    else:
+        m = sg.maximum(a, b)
+        out = sg.where(m > sg.relu(b), sg.where(a < 0.2, m, b), sg.minimum(m, a))
+    loss = sg.reduce_sum(out * sg.relu(out + 0.5))
+    return [x, y], [loss, out] + sg.gradients(loss, [x, y])
+
+
+@pytest.mark.parametrize("target", ALL_TARGETS)
+@pytest.mark.parametrize("variant", [0, 1, 2])
+def test_selection_of_selections_prints_ite(variant, target):
+    inputs, outputs = _selections(variant)
+    rng = np.random.default_rng(variant)
+    args = [rng.uniform(-2, 2, 7), rng.uniform(-2, 2, 7)]
+    agree(inputs, outputs, args, target)
+
+
+def test_ite_prints_as_a_lazy_conditional():
+    import sympy as sp
+    from symgrad.compile.printer import NumbaPrinter
+    a, b, c = sp.symbols("a b c", real=True)
+    expr = sp.ITE(a > 0, b <= a, c <= a)
+    text = NumbaPrinter().doprint(expr)
+    assert text == "((b <= a) if (a > 0.0) else (c <= a))"
+    for values in [(1.0, 0.5, 2.0), (-1.0, 0.5, -2.0), (-1.0, -3.0, 0.0)]:
+        env = dict(zip("abc", values))
+        assert eval(text, {}, env) == bool(expr.subs(dict(zip((a, b, c), values))))
