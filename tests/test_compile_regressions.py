@@ -77,3 +77,43 @@ def test_ite_prints_as_a_lazy_conditional():
     for values in [(1.0, 0.5, 2.0), (-1.0, 0.5, -2.0), (-1.0, -3.0, 0.0)]:
         env = dict(zip("abc", values))
         assert eval(text, {}, env) == bool(expr.subs(dict(zip((a, b, c), values))))
+
+
+@pytest.mark.parametrize("target", ALL_TARGETS)
+def test_zero_d_indexing_fuses_into_one_kernel(target):
+    """Elements read by indexing are 0-d views; the arithmetic on them is one kernel."""
+    x, y, a = (sg.placeholder("x", (3,)), sg.placeholder("y", (2,)),
+               sg.placeholder("A", (2, 2)))
+    outputs = [x[0] * x[1], sg.sin(y[0]), a[0, 1] * 2.0, x[-1] * a[1, 0] + y[1]]
+    args = [np.array([1.5, 2.0, 3.0]), np.array([0.5, 0.7]), np.arange(4.0).reshape(2, 2)]
+    f = agree([x, y, a], outputs, args, target)
+    assert len(f.plan.kernels) == 1
+    assert len(f.plan.kernels[0].nodes) == 5
+    got = f(*args)
+    assert [np.shape(g) for g in got] == [()] * 4
+    np.testing.assert_allclose([float(g) for g in got], [3.0, np.sin(0.5), 2.0, 6.7])
+
+
+@pytest.mark.parametrize("target", ALL_TARGETS)
+def test_hessian_by_components(target):
+    """The natural Hessian, one gradient per component of the gradient, and an ODE
+    right-hand side written over components."""
+    n = 3
+    x = sg.placeholder("x", (n,))
+    y = sg.reduce_sum(sg.sin(x)) * x[0] * x[1] + x[2] ** 3.0
+    g = sg.gradients(y, x)[0]
+    hessian = [sg.gradients(g[i], x)[0] for i in range(n)]
+    rhs = [x[1] * x[2], -sg.sin(x[0]), x[0] * x[1] - x[2]]
+    v = np.array([0.3, 0.6, 0.9])
+    f = agree([x], hessian + rhs, [v], target)
+    got = np.array(f(v)[:n])
+    s, c = np.sin(v), np.cos(v)
+    p = v[0] * v[1]
+    want = np.diag(-s * p)                       # d2/dxi2 of sum(sin) * x0 x1
+    want[0, 0] += 2 * c[0] * v[1]
+    want[1, 1] += 2 * c[1] * v[0]
+    want[2, 2] += 6 * v[2]
+    want[0, 1] = want[1, 0] = s.sum() + c[0] * v[0] + c[1] * v[1]
+    want[0, 2] = want[2, 0] = c[2] * v[1]
+    want[1, 2] = want[2, 1] = c[2] * v[0]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
