@@ -63,3 +63,7 @@ __all__ += ["cbrt", "digamma", "div_no_nan", "elu", "erfc", "erfinv", "exp2", "f
             "floormod", "gelu", "hypot", "leaky_relu", "lgamma", "log10", "log2",
             "log_sigmoid", "logaddexp", "mul_no_nan", "reciprocal", "relu6", "rsqrt", "selu",
             "silu", "softsign", "squared_difference", "xdivy", "xlog1py", "xlogy"]
+from .ops.reductions_v2 import (clip_by_value, log_softmax, norm, reduce_logsumexp,  # noqa: E402
+                                reduce_std, reduce_variance, softmax)
+__all__ += ["clip_by_value", "log_softmax", "norm", "reduce_logsumexp", "reduce_std",
+            "reduce_variance", "softmax"]

@@ -25,7 +25,7 @@ from . import scalar_math_v2 as S
 from .sympy_functions import ScalarFunction, Sigmoid
 
 __all__ = ["Cbrt", "Erfc", "Erfinv", "Lgamma", "Digamma", "Polygamma", "Logaddexp", "Hypot",
-           "MulNoNan", "FloorMod", "FloorDiv"]
+           "MulNoNan", "FloorMod", "FloorDiv", "NormSqrt"]
 
 _HELPERS = "symgrad.compile.support_v2:"
 
@@ -253,11 +253,30 @@ class FloorDiv(ScalarFunction):
         return r"\left\lfloor{%s / %s}\right\rfloor" % (x, y)
 
 
+class NormSqrt(ScalarFunction):
+    """sqrt(s) of a sum of squares (``sg.norm``); its derivative is 0 at s = 0 instead of
+    inf, so the gradient of the norm at the zero vector is 0, the minimum-norm subgradient
+    (TF's is 0/0 = nan)."""
+
+    numpy_form = staticmethod(np.sqrt)
+    numba_template = "math.sqrt({0})"
+
+    def standard(self):
+        return sp.sqrt(self.args[0])
+
+    def fdiff(self, argindex=1):
+        return sp.Piecewise((1 / (2 * self), self.args[0] > 0), (sp.S.Zero, True))
+
+    def _latex(self, printer):
+        return r"\sqrt{%s}" % printer._print(self.args[0])
+
+
 def _register_numpy_forms() -> None:
     """Add these classes to the lambdify namespace (a snapshot taken before they existed)."""
     from .symbols import NUMPY_FUNCTIONS, numpy_forms
     NUMPY_FUNCTIONS.update(numpy_forms([Cbrt, Erfc, Erfinv, Lgamma, Digamma, Polygamma,
-                                        Logaddexp, Hypot, MulNoNan, FloorMod, FloorDiv]))
+                                        Logaddexp, Hypot, MulNoNan, FloorMod, FloorDiv,
+                                        NormSqrt]))
 
 
 _register_numpy_forms()
