@@ -99,6 +99,8 @@ def erfc(x, one):
     ax = abs(x)
     if ax < 1:
         r = one - math.erf(ax)
+    elif ax > 27.3:  # below the smallest subnormal (and inf)
+        r = 0.0 * one
     else:
         f = ax
         for k in range(int(20.0 + 200.0 / (ax * ax)), 0, -1):
