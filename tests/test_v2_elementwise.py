@@ -334,10 +334,17 @@ def test_second_order_tape_matches_symbolic(name):
         np.testing.assert_allclose(t.numpy(), s, rtol=1e-9, atol=1e-12, err_msg=name)
 
 
-def _all_in_one(targets_inputs):
-    """One graph holding every case and its gradients: (placeholders, outputs, arrays)."""
+GROUP = 6
+GROUPS = [sorted(CASES)[k:k + GROUP] for k in range(0, len(CASES), GROUP)]
+# A few cases per compiled function: a kernel returning more than ~30 values with a
+# conditional among them hits numba's "Unsupported op-code list_to_tuple" (CPython builds
+# such tuple displays as a list); reported to the compiler's owner.
+
+
+def _graph(names):
+    """One graph holding the cases and their gradients: (placeholders, outputs, arrays)."""
     placeholders, outputs, arrays = [], [], []
-    for name in sorted(CASES):
+    for name in names:
         fn, values = CASES[name]
         xs = [sg.placeholder(f"{name}_{k}", a.shape) for k, a in enumerate(values)]
         y = fn(*xs)
@@ -350,10 +357,11 @@ def _all_in_one(targets_inputs):
 
 
 @pytest.mark.compiled
+@pytest.mark.parametrize("names", GROUPS, ids=[g[0] for g in GROUPS])
 @pytest.mark.parametrize("target,math_mode", [("cpu", "fast"), ("cpu", "libm"),
                                               ("parallel", "fast")])
-def test_compiled_matches_evaluate(target, math_mode):
-    xs, outputs, arrays = _all_in_one(None)
+def test_compiled_matches_evaluate(target, math_mode, names):
+    xs, outputs, arrays = _graph(names)
     want = sg.evaluate(outputs, dict(zip(xs, arrays)))
     got = sg.function(xs, outputs, target=target, math=math_mode)(*arrays)
     for k, (g, w) in enumerate(zip(got, want)):
@@ -380,8 +388,9 @@ def test_compiled_float32():
 @pytest.mark.compiled
 @pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") != "1",
                     reason="runs under the CUDA simulator (tests/conftest.py sets it)")
-def test_cuda_simulator_matches_cpu():
-    xs, outputs, arrays = _all_in_one(None)
+@pytest.mark.parametrize("names", GROUPS, ids=[g[0] for g in GROUPS])
+def test_cuda_simulator_matches_cpu(names):
+    xs, outputs, arrays = _graph(names)
     want = sg.function(xs, outputs, target="cpu", math="libm")(*arrays)
     got = sg.function(xs, outputs, target="cuda")(*arrays)
     for k, (g, w) in enumerate(zip(got, want)):
