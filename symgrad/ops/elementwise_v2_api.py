@@ -6,7 +6,7 @@ once on eager ones. Python's ``%`` and ``//`` on tensors are ``floormod`` and ``
 >>> import symgrad as sg
 >>> x = sg.placeholder("x", shape=(2,))
 >>> sg.evaluate([sg.xlogy(x, 2.0), x % 3.0, x // 3.0], {x: [0.0, -7.0]})
-[array([0.        , -4.85203026]), array([0., 2.]), array([ 0., -3.])]
+[array([ 0.        , -4.85203026]), array([0., 2.]), array([ 0., -3.])]
 """
 
 from __future__ import annotations
