@@ -392,3 +392,19 @@ def test_cuda_simulator_matches_cpu(names):
     got = sg.function(xs, outputs, target="cuda")(*arrays)
     for k, (g, w) in enumerate(zip(got, want)):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13, err_msg=str(outputs[k].name))
+
+
+def test_reduction_errors_name_the_op_and_the_axis():
+    from symgrad.errors import ShapeError
+    x = sg.placeholder("x", (2, 3))
+    with pytest.raises(ShapeError, match=r"sg\.norm: axis 2 is out of range"):
+        sg.norm(x, axis=2)
+    with pytest.raises(ShapeError, match=r"sg\.softmax: axis -3"):
+        sg.softmax(x, axis=-3)
+    with pytest.raises(ShapeError, match=r"sg\.reduce_logsumexp: axis \(1, 1\) repeats"):
+        sg.reduce_logsumexp(x, axis=(1, 1))
+    with pytest.raises(TypeError, match=r"sg\.log_softmax: axis must be an int"):
+        sg.log_softmax(x, axis=(0, 1))
+    assert isinstance(ShapeError("x"), ValueError)
+    assert sg.reduce_std(x, axis=-1, keepdims=True, name="spread").shape == (2, 1)
+    assert sg.norm(x, axis=(0, 1)).shape == ()
