@@ -15,6 +15,7 @@ import os
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 import symgrad as sg
 from symgrad.ops import scalar_math_v2 as S
@@ -408,3 +409,29 @@ def test_reduction_errors_name_the_op_and_the_axis():
     assert isinstance(ShapeError("x"), ValueError)
     assert sg.reduce_std(x, axis=-1, keepdims=True, name="spread").shape == (2, 1)
     assert sg.norm(x, axis=(0, 1)).shape == ()
+
+
+# --- identities of the special functions on random points (hypothesis) ----------------------
+_erf = S.vectorized(S.erfinv)
+
+
+@given(st.floats(-3.0, 3.0))
+def test_erfinv_inverts_erf(x):
+    assert abs(float(_erf(math.erf(x))) - x) <= 1e-12 * max(1.0, math.exp(x * x))
+
+
+@given(st.floats(0.05, 60.0))
+def test_lgamma_and_digamma_recurrences(x):
+    lg, dg = S.vectorized(S.lgamma), S.vectorized(S.digamma)
+    step = float(lg(x + 1.0)) - float(lg(x))
+    assert abs(step - math.log(x)) <= 1e-13 * max(1.0, abs(float(lg(x + 1.0))))
+    assert abs(float(dg(x + 1.0)) - float(dg(x)) - 1.0 / x) <= 1e-13 * max(1.0, 1.0 / x)
+
+
+@given(st.floats(-30.0, 30.0), st.floats(-30.0, 30.0))
+def test_logaddexp_and_hypot_against_direct_formulas(x, y):
+    fn = S.vectorized(S.logaddexp)
+    assert float(fn(x, y)) == pytest.approx(math.log(math.exp(x) + math.exp(y)), rel=1e-14,
+                                            abs=1e-14)
+    assert float(S.vectorized(S.hypot)(x, y)) == pytest.approx(math.hypot(x, y), rel=1e-15,
+                                                               abs=0.0)
