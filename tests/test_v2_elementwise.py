@@ -435,3 +435,17 @@ def test_logaddexp_and_hypot_against_direct_formulas(x, y):
                                             abs=1e-14)
     assert float(S.vectorized(S.hypot)(x, y)) == pytest.approx(math.hypot(x, y), rel=1e-15,
                                                                abs=0.0)
+
+
+@pytest.mark.compiled
+def test_integer_inputs_compile_like_numpy():
+    x = sg.placeholder("x", (4,), "int64")
+    a = np.array([-2, 0, 1, 3])
+    outputs = [sg.exp2(x), sg.reciprocal(x + 5), sg.log2(x + 3), sg.cbrt(x),
+               sg.squared_difference(x, 1), sg.hypot(x, 2)]
+    want = sg.evaluate(outputs, {x: a})
+    got = sg.function([x], outputs)(a)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-15)
+    np.testing.assert_array_equal(want[0], [0.25, 1.0, 2.0, 8.0])

@@ -68,7 +68,9 @@ log2 = _ew("log2", np.log2, lambda x: sp.log(x) / sp.log(2),
            lambda g, out, x: (g / (x * LN2),), domain=(0.2, 3.0))
 log10 = _ew("log10", np.log10, lambda x: sp.log(x) / sp.log(10),
             lambda g, out, x: (g / (x * LN10),), domain=(0.2, 3.0))
-exp2 = _ew("exp2", np.exp2, lambda x: 2**x, lambda g, out, x: (g * out * LN2,))
+# a float base, so that an integer x prints as a float power (numba's 2**-1 is 0)
+exp2 = _ew("exp2", np.exp2, lambda x: (sp.Float(2.0) if x.is_integer else sp.Integer(2))**x,
+           lambda g, out, x: (g * out * LN2,))
 
 # --- special functions ----------------------------------------------------------------------
 erfc = _ew("erfc", tf2.Erfc.numpy_form, tf2.Erfc,
