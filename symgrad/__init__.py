@@ -53,3 +53,17 @@ __all__ += ["argmax", "argmin", "cumprod", "cumsum", "einsum", "gather", "one_ho
 # layout ops (v2)
 __all__ += ["broadcast_to", "concat", "diag", "diag_part", "expand_dims", "pad", "reverse",
             "roll", "split", "squeeze", "stack", "tile", "trace", "tril", "triu", "unstack"]
+# v2 elementwise (symgrad/ops/elementwise_v2.py, elementwise_v2_api.py)
+from .ops.elementwise_v2_api import (cbrt, digamma, div_no_nan, elu, erfc, erfinv, exp2,  # noqa: E402
+                                     floordiv, floormod, gelu, hypot, leaky_relu, lgamma,
+                                     log10, log2, log_sigmoid, logaddexp, mul_no_nan,
+                                     reciprocal, relu6, rsqrt, selu, silu, softsign,
+                                     squared_difference, xdivy, xlog1py, xlogy)
+__all__ += ["cbrt", "digamma", "div_no_nan", "elu", "erfc", "erfinv", "exp2", "floordiv",
+            "floormod", "gelu", "hypot", "leaky_relu", "lgamma", "log10", "log2",
+            "log_sigmoid", "logaddexp", "mul_no_nan", "reciprocal", "relu6", "rsqrt", "selu",
+            "silu", "softsign", "squared_difference", "xdivy", "xlog1py", "xlogy"]
+from .ops.reductions_v2 import (clip_by_value, log_softmax, norm, reduce_logsumexp,  # noqa: E402
+                                reduce_std, reduce_variance, softmax)
+__all__ += ["clip_by_value", "log_softmax", "norm", "reduce_logsumexp", "reduce_std",
+            "reduce_variance", "softmax"]
