@@ -53,3 +53,12 @@ __all__ += ["argmax", "argmin", "cumprod", "cumsum", "einsum", "gather", "one_ho
 # layout ops (v2)
 __all__ += ["broadcast_to", "concat", "diag", "diag_part", "expand_dims", "pad", "reverse",
             "roll", "split", "squeeze", "stack", "tile", "trace", "tril", "triu", "unstack"]
+# v2 gradients (symgrad/higher_order.py, differentiate/control.py, custom_gradient.py,
+# define_op.py)
+from .differentiate import AggregationMethod, prevent_gradient
+from .higher_order import hessians, jacobian
+__all__ += ["AggregationMethod", "hessians", "jacobian", "prevent_gradient"]
+from .custom_gradient import custom_gradient
+__all__ += ["custom_gradient"]
+from .define_op import define_op
+__all__ += ["define_op"]
