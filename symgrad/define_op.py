@@ -40,17 +40,18 @@ from .ops.symbols import dtype_kind, input_symbol, numpy_callable
 _OPS: dict = {}  # (hash, numpy) -> OpDef: one op per formula (and numpy forward)
 
 
-def _arity(formula: Callable) -> int:
+def _arguments(formula: Callable) -> list:
+    """The names of the formula's required positional arguments (one per input)."""
     try:
         params = inspect.signature(formula).parameters.values()
     except (TypeError, ValueError) as exc:
         raise TypeError(f"sg.define_op: cannot read the arguments of formula: {exc}") from exc
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    n = sum(p.kind in kinds and p.default is inspect.Parameter.empty for p in params)
-    if n < 1:
+    names = [p.name for p in params if p.kind in kinds and p.default is inspect.Parameter.empty]
+    if not names:
         raise TypeError("sg.define_op: formula must take at least one positional argument "
                         "(one sympy symbol per input)")
-    return n
+    return names
 
 
 def _symbols(n: int) -> tuple:
@@ -124,8 +125,10 @@ def partial_op(expr: sp.Expr, k: int, n: int, label: str) -> Callable:
 class DefinedOp:
     """The callable ``sg.define_op`` returns: ``op(*inputs, name=None)``."""
 
-    def __init__(self, op: OpDef, label: str, expr: sp.Expr, n: int):
-        self.op, self.label, self.expr, self.arity = op, label, expr, n
+    def __init__(self, op: OpDef, label: str, expr: sp.Expr, arguments: list):
+        self.op, self.label, self.expr, self.arity = op, label, expr, len(arguments)
+        shown = {s: sp.Symbol(a) for s, a in zip(_symbols(len(arguments)), arguments)}
+        self.formula = expr.xreplace(shown)  # over the formula's own argument names
 
     def __call__(self, *inputs: Any, name: Optional[str] = None) -> Any:
         if len(inputs) != self.arity:
@@ -134,7 +137,7 @@ class DefinedOp:
         return apply(self.op, inputs, {}, name)
 
     def __repr__(self) -> str:
-        return f"<sg.define_op {self.label}: {self.expr} ({self.op.name})>"
+        return f"<sg.define_op {self.label}: {self.formula} ({self.op.name})>"
 
 
 def define_op(name: str, formula: Callable, numpy: Optional[Callable] = None) -> DefinedOp:
@@ -158,6 +161,6 @@ def define_op(name: str, formula: Callable, numpy: Optional[Callable] = None) ->
     if not callable(formula):
         raise TypeError(f"sg.define_op({name!r}): formula must be callable")
     label = repr(name)
-    n = _arity(formula)
-    expr = _expression(formula, n, label)
-    return DefinedOp(_make_op(expr, n, numpy, label), label, expr, n)
+    arguments = _arguments(formula)
+    expr = _expression(formula, len(arguments), label)
+    return DefinedOp(_make_op(expr, len(arguments), numpy, label), label, expr, arguments)
