@@ -238,6 +238,17 @@ def test_prevent_gradient_off_the_path_or_stopped_by_argument_does_not_raise():
     q = sg.prevent_gradient(x * x, "stopped")
     (g2,) = sg.gradients(q + x, x, stop_gradients=[q])
     assert float(sg.evaluate(g2, {x: 3.0})) == 1.0
+    below = sg.sin(sg.prevent_gradient(x, "below a stop"))
+    (g3,) = sg.gradients(below * 2.0 + x, x, stop_gradients=[below])
+    assert float(sg.evaluate(g3, {x: 3.0})) == 1.0
+
+
+def test_prevent_gradient_downstream_of_a_stopped_tensor_still_raises():
+    x = sg.placeholder("x", ())
+    s = x * x
+    y = sg.prevent_gradient(s, "after the stop") * x
+    with pytest.raises(LookupError, match="after the stop"):
+        sg.gradients(y, x, stop_gradients=[s])
 
 
 # --- tape details -------------------------------------------------------------------------

@@ -69,32 +69,30 @@ def prevent_gradient(x: Any, message: str = "", name: Optional[str] = None) -> A
 
 
 def check_no_prevented(ys: list, xs: list, stop_ids: set) -> None:
-    """LookupError if a ``prevent_gradient`` node lies between xs and ys (TF's graph rule).
+    """LookupError if a ``prevent_gradient`` node would be asked for its gradient.
 
-    A tensor in ``stop_gradients`` does not carry xs onward; ``sg.stop_gradient`` does,
-    as in TF, where the gradient function of every op between xs and ys is looked up.
+    That is TF's graph rule: the node depends on an x, and a gradient reaches it from a y
+    through tensors not listed in ``stop_gradients`` (whose ops pass nothing back).
+    ``sg.stop_gradient`` does not shield it: TF looks up the gradient function of every op
+    between xs and ys.
     """
     order = topological_order(ys)
     origin = {id(x): k for k, x in enumerate(xs)}
     for node in order:
-        if id(node) in origin:
+        if id(node) not in origin:
+            sources = [origin[id(i)] for i in node.inputs if id(i) in origin]
+            if sources:
+                origin[id(node)] = sources[0]
+    receives = {id(y): k for k, y in enumerate(ys)}
+    for node in reversed(order):
+        if id(node) not in receives:
             continue
-        sources = [origin[id(i)] for i in node.inputs
-                   if id(i) in origin and id(i) not in stop_ids]
-        if not sources:
-            continue
-        origin[id(node)] = sources[0]
-        if node.op is PREVENT_GRADIENT and id(node) not in stop_ids:
-            k = sources[0]
-            reach = _first_y(node, ys)
+        if node.op is PREVENT_GRADIENT and id(node) in origin and id(node) not in stop_ids:
+            k = origin[id(node)]
             raise NoGradientError(
                 f"sg.gradients: {disabled_message(node.attrs['message'])} (prevent_gradient "
-                f"at tensor '{node.name}', on the path from xs[{k}] '{xs[k].name}' to "
-                f"{reach})")
-
-
-def _first_y(node, ys: list) -> str:
-    for k, y in enumerate(ys):
-        if any(n is node for n in topological_order([y])):
-            return f"ys[{k}] '{y.name}'"
-    return "ys"
+                f"at tensor '{node.name}', on the path from xs[{k}] '{xs[k].name}' to ys"
+                f"[{receives[id(node)]}] '{ys[receives[id(node)]].name}')")
+        if id(node) not in stop_ids:
+            for i in node.inputs:
+                receives.setdefault(id(i), receives[id(node)])
