@@ -134,3 +134,29 @@ def test_keyword_arguments_are_passed_and_not_differentiated():
     x = sg.placeholder("x", ())
     (g,) = sg.gradients(scaled(x, factor=2.0), x)
     assert float(sg.evaluate(g, {x: 1.0})) == 200.0
+
+
+def test_grad_fn_is_called_once_with_every_upstream_in_both_engines():
+    calls = []
+
+    @sg.custom_gradient
+    def two(a):
+        def grad(da, db):
+            calls.append(1)
+            return sg.maximum(da, db)   # not linear: one call differs from a sum of calls
+        return [a * 1.0, a * 2.0], grad
+
+    a = sg.placeholder("a", (2,))
+    p, q = two(a)
+    y = sg.reduce_sum(p * 3.0) + sg.reduce_sum(q * sg.constant([1.0, 5.0]))
+    (g,) = sg.gradients(y, a)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(sg.evaluate(g, {a: np.zeros(2)}), [3.0, 5.0])
+    v = sg.Variable(np.zeros(2))
+    with sg.GradientTape() as tape:
+        p, q = two(v)
+        y = sg.reduce_sum(p * 3.0) + sg.reduce_sum(q * np.array([1.0, 5.0]))
+    np.testing.assert_array_equal(tape.gradient(y, v).numpy(), [3.0, 5.0])
+    assert len(calls) == 2
+    (g_only_q,) = sg.gradients(sg.reduce_sum(two(a)[1]), a)     # the other upstream: zeros
+    np.testing.assert_array_equal(sg.evaluate(g_only_q, {a: np.zeros(2)}), [1.0, 1.0])
