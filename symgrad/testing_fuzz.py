@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -193,7 +194,8 @@ class Builder:
         name = f"v{len(self.pool)}"
         line = f"{name} = {expr}"
         try:
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
                 exec(line, self.sym)  # noqa: S102 - our own generated source
                 if isinstance(self.sym[name], (list, tuple)):
                     line = f"{line}[{self.rng.integers(len(self.sym[name]))}]"
