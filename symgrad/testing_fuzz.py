@@ -11,7 +11,7 @@ raises (dropped) or extends the pool with a tensor whose runtime value is known,
 domains are respected. ``symgrad.testing_fuzz_run`` compares the engines on a program.
 
 >>> program = generate(3)
->>> program.seed, len(program.inputs) >= 1
+>>> program.seed, len(program.names) >= 1
 (3, True)
 >>> "def fn(" in program.source()
 True
