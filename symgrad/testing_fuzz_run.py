@@ -215,8 +215,9 @@ def _step(outcome: Outcome, engine: str, action) -> Optional[object]:
     except Mismatch as exc:
         outcome.failure, outcome.engine = str(exc), engine
     except Exception as exc:  # noqa: BLE001 - an engine crash is a finding
-        text = f"{exc}".strip().splitlines()
-        outcome.failure = f"raised {type(exc).__name__}: {text[-1][:300] if text else ''}"
+        text = [t.strip() for t in f"{exc}".strip().splitlines()] or [""]
+        line = next((t for t in text if t.startswith("numba:")), text[0])
+        outcome.failure = f"raised {type(exc).__name__}: {line[:300]}"
         outcome.engine = engine
     return None
 
