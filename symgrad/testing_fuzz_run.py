@@ -199,7 +199,7 @@ def classify(outcome: Outcome) -> str:
         return "ITE"
     if "_Cycle" in message or "cycle" in message.lower():
         return "_Cycle"
-    if "Relational cannot" in message or "compare inequalities with Expr" in message:
+    if re.search(r"Relational|LessThan|GreaterThan|Equality|compare inequalities", message):
         return "bool-operand"
     if outcome.engine in TARGETS and "pow0" in tags and "nan" in message.lower():
         return "pow0-NaN"
