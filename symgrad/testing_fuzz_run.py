@@ -254,6 +254,10 @@ def replay(source: str, targets: tuple = TARGETS) -> Outcome:
     seed = int(re.search(r"seed (\d+)", source).group(1))
     program = Program(seed, [], [], [])
     program.source = lambda: source  # type: ignore[method-assign]
+    if re.search(r"\w\[-?\d+(, -?\d+)*\]", source):   # the tags classify() reads
+        program.tags.add("index-0d")
+    if re.search(r"sg\.pow\(.*, 0\.0\)|\*\* 0\.0", source):
+        program.tags.add("pow0")
     return check(program, targets)
 
 

@@ -99,6 +99,58 @@ def placeholders():
 def arrays():
     return [np.array([[0.166], [-0.801], [-0.309]], dtype='float64')]
 ''',
+    "bool-operand-comparison": '''# symgrad fuzz program, seed 1015
+import numpy as np
+import symgrad as sg
+
+
+def fn(x0):
+    v4 = sg.greater_equal((x0 >= -0.48), x0)
+    return [x0, v4]
+
+
+def placeholders():
+    return [sg.placeholder('x0', (3,), 'float64')]
+
+
+def arrays():
+    return [np.array([-1.628, -1.878, -1.414], dtype='float64')]
+''',
+    "bool-operand-ceil": '''# symgrad fuzz program, seed 1034
+import numpy as np
+import symgrad as sg
+
+
+def fn(x1):
+    v3 = sg.ceil((x1 < 0.13))
+    return [x1, v3]
+
+
+def placeholders():
+    return [sg.placeholder('x1', (4,), 'float64')]
+
+
+def arrays():
+    return [np.array([1.632, 1.816, -0.835, 1.468], dtype='float64')]
+''',
+    "index-0d": '''# symgrad fuzz program, seed 1004
+import numpy as np
+import symgrad as sg
+
+
+def fn(x2):
+    v3 = x2[-2]
+    v5 = sg.divide(v3, (0.5 + 1.5 * sg.sigmoid(x2)))
+    return [v5, v3]
+
+
+def placeholders():
+    return [sg.placeholder('x2', (None,), 'float64')]
+
+
+def arrays():
+    return [np.array([-1.838, -0.034, -0.701], dtype='float64')]
+''',
 }
 
 
