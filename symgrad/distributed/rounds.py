@@ -11,7 +11,8 @@ not a cut themselves (``log(loss)``, a parameter's function).
 >>> import numpy as np, symgrad as sg
 >>> from symgrad.distributed.analysis import analyse
 >>> x = sg.placeholder("x", shape=(None,))
->>> out = [sg.log(sg.reduce_sum(x)), x / sg.reduce_sum(x)]
+>>> s = sg.reduce_sum(x)
+>>> out = [sg.log(s), x / s]
 >>> plan = chunk_plan(analyse([x], out), "cpu", "fast")
 >>> len(plan.passes), [len(p.partials) for p in plan.passes], plan.tail is not None
 (2, [1, 0], True)
