@@ -51,6 +51,14 @@ def _static(node, context: str) -> tuple:
     return tuple(node.shape)
 
 
+def _ndarray(value: da.Array) -> da.Array:
+    """A 0-d result as a 0-d ndarray (as the in-memory call returns), not a numpy scalar."""
+    name = f"symgrad-array-{tokenize(value.name)}"
+    layer = {(name,): (np.asarray, (value.name,))}
+    graph = HighLevelGraph.from_collections(name, layer, dependencies=[value])
+    return da.Array(graph, name, (), dtype=value.dtype)
+
+
 class Runner:
     """Builds the dask graph of one call of a ChunkPlan."""
 
@@ -118,7 +126,8 @@ class Runner:
         else:
             reduce = {"max": da.max, "min": da.min, "prod": da.prod, "any": da.any}[cut.kind]
             total = reduce(parts, axis=0, split_every=SPLIT_EVERY)
-        return total if total.dtype == dtype else total.astype(dtype)
+        total = total if total.dtype == dtype else total.astype(dtype)
+        return _ndarray(total) if not shape else total
 
     def _rows(self, packed: da.Array, j: int, node) -> da.Array:
         axis = self.plan.analysis.axis_of(node)
