@@ -97,7 +97,7 @@ def test_normalisation_by_a_batch_sum_runs_in_exact_passes():
     data = RNG.uniform(0.5, 1.5, 23)
     want = f(data)
     got = f(da.from_array(data, chunks=5))
-    assert len(f._dask_plans["plan"].passes) == 3    # s, then sum(share^2) and share, then grad
+    assert len(f._dask_plan.passes) == 3    # s, then sum(share^2) and share, then grad
     _assert_same(dask.compute(*got, scheduler="threads"), want)
 
 
@@ -190,7 +190,7 @@ def test_local_cluster_matches_in_memory_and_compiles_once_per_worker(client):
     W1 = da.from_array(MLP_PARAMS[0])              # a parameter as a single-chunk dask array
     for _ in range(2):
         _assert_same(client.compute(MLP(W1, *MLP_PARAMS[1:], X, Y), sync=True), want)
-    key = MLP._dask_plans["plan"].passes[0].function.key
+    key = MLP._dask_plan.passes[0].function.key
 
     def held():
         return {k: f.cache_hit for k, f in pickling._REGISTRY.items()}

@@ -34,11 +34,10 @@ def call_dask(f: Any, args: tuple) -> Any:
         raise ValueError(f"sg.function: dask arrays need target 'cpu' or 'parallel', this "
                          f"function was compiled for {f.target!r}")
     arrays, rows = prepare(f.inputs, list(args))
-    plans = f.__dict__.setdefault("_dask_plans", {})
-    plan = plans.get("plan")
+    plan = f.__dict__.get("_dask_plan")     # built at the first dask call, then reused
     if plan is None:
         plan = chunk_plan(analyse(f.inputs, f.outputs), f.target, math_of(f))
-        plans["plan"] = plan
+        f._dask_plan = plan
     context = f"f({', '.join(p.name for p in f.inputs)})"
     results = Runner(plan, arrays, rows, context).outputs()
     return results[0] if f._single else results

@@ -94,9 +94,10 @@ def _compile(key: str, payload: bytes) -> Any:
     data = graph_from_payload(payload)
     outputs = data["outputs"][0] if data["single"] else data["outputs"]
     maths = [data["math"]] if data["math"] else list(MATHS)
-    f = None
+    first = None
     for math in maths:              # the math mode is part of the key: find the one used
         f = function(data["inputs"], outputs, data["target"], math)
         if f.key == key:
-            break
-    return f
+            return f
+        first = first or f
+    return first                    # another symgrad or numba version: the default mode
