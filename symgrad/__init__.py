@@ -53,3 +53,6 @@ __all__ += ["argmax", "argmin", "cumprod", "cumsum", "einsum", "gather", "one_ho
 # layout ops (v2)
 __all__ += ["broadcast_to", "concat", "diag", "diag_part", "expand_dims", "pad", "reverse",
             "roll", "split", "squeeze", "stack", "tile", "trace", "tril", "triu", "unstack"]
+# dask: compiled functions called with dask arrays (symgrad/distributed, docs/dask.md)
+from .errors import ChunkError  # noqa: E402
+__all__ += ["ChunkError"]

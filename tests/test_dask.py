@@ -12,7 +12,7 @@ distributed = pytest.importorskip("dask.distributed")
 
 import symgrad as sg  # noqa: E402
 from symgrad.distributed import pickling  # noqa: E402
-from symgrad.errors import ChunkError, FeedError  # noqa: E402
+from symgrad import ChunkError, FeedError  # noqa: E402
 
 pytestmark = pytest.mark.compiled
 RNG = np.random.default_rng(12)
