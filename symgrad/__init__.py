@@ -76,3 +76,6 @@ from .custom_gradient import custom_gradient
 __all__ += ["custom_gradient"]
 from .define_op import define_op
 __all__ += ["define_op"]
+# dask: compiled functions called with dask arrays (symgrad/distributed, docs/dask.md)
+from .errors import ChunkError  # noqa: E402
+__all__ += ["ChunkError"]
