@@ -316,11 +316,12 @@ class ModuleWriter:
         for j, acc in enumerate(outs):
             o = acc.out
             name = f"o{i}_{j}"
-            if acc.mode == "scatter":
+            if acc.mode in ("scatter", "gather"):   # a gather writes every element
                 if acc.is_param:
                     shape = _tuple(map(str, o.node.shape)) if is_fully_known(o.node.shape) \
                         else f"{self.value_of(o.like)}.shape"
-                    lines.append(f"{name} = np.zeros({shape}, np.{o.node.dtype.name})")
+                    alloc = "np.zeros" if acc.mode == "scatter" else "np.empty"
+                    lines.append(f"{name} = {alloc}({shape}, np.{o.node.dtype.name})")
                 continue
             if acc.mode == "store":
                 lines.append(f"{name} = np.empty({sh}, np.{o.node.dtype.name})")
