@@ -475,3 +475,44 @@ def test_doctests_alone_never_use_the_users_cache(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:]
     assert not (tmp_path / ".cache" / "symgrad").exists()
     assert not (tmp_path / ".config" / "symgrad").exists()
+
+
+# --- faults of numba's own cache files ---------------------------------------------------
+
+def _numba_files(f, pattern: str) -> list:
+    return sorted((Path(f.module.__file__).parent / "__pycache__").glob(pattern))
+
+
+@pytest.mark.parametrize("pattern", ["*.nbi", "*.nbc"])
+def test_truncated_numba_cache_files_degrade_and_are_repaired(fresh, pattern):
+    import sys
+    x, y = _graph(71.0)
+    f = sg.function([x], y)
+    _check(f, 71.0)
+    files = _numba_files(f, pattern)
+    assert files
+    for path in files:
+        path.write_bytes(path.read_bytes()[:len(path.read_bytes()) // 2])
+    _forget(f)
+    sys.modules.pop(f.module.__name__, None)
+    with pytest.warns(sg.CacheWarning, match="numba's cache file cannot be read"):
+        g = sg.function([x], y)
+        _check(g, 71.0)
+    _forget(g)                              # a third process-like load: repaired, silent
+    sys.modules.pop(g.module.__name__, None)
+    cache._WARNED.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sg.CacheWarning)
+        _check(sg.function([x], y), 71.0)
+
+
+def test_a_full_disk_while_numba_saves_its_cache(fresh, monkeypatch):
+    from numba.core import caching
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(caching.IndexDataCacheFile, "save", full)
+    x, y = _graph(73.0)
+    with pytest.warns(sg.CacheWarning, match="numba's cache file cannot be written"):
+        f = sg.function([x], y)
+        _check(f, 73.0)

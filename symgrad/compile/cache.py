@@ -9,7 +9,8 @@ once, its MAC checked, and the checked bytes are compiled and executed (no impor
 no bytecode read from or written to the cache). numba's own cache files (pickles) are used
 only where the directory that holds them is owned by this user and writable by no one else
 (OpenSSH's check, up the path; a sticky world-writable parent such as /tmp is accepted);
-elsewhere numba caching is off, with a warning. Any fault of the cache (unwritable, full,
+elsewhere numba caching is off, with a warning; a fault of one of numba's files compiles
+without it. Any fault of the cache (unwritable, full,
 a file where a directory should be, a corrupted, truncated or foreign file) degrades to a
 compile in memory, with one ``CacheWarning`` per directory.
 
@@ -317,8 +318,52 @@ def execute(name: str, source: str, filename: str, numba_cache: bool) -> types.M
         sys.modules.pop(name, None)
         raise
     module.__symgrad_source__ = source
+    if numba_cache:
+        guard_numba_cache(module)
     guard_parallel(module)
     return module
+
+
+def guard_numba_cache(module: types.ModuleType) -> None:
+    """Wrap the cache of each kernel of ``module`` in ``_GuardedCache``."""
+    for value in list(vars(module).values()):
+        inner = getattr(value, "_cache", None)
+        if hasattr(inner, "load_overload") and not isinstance(inner, _GuardedCache):
+            value._cache = _GuardedCache(inner, Path(module.__file__).parent / "__pycache__")
+
+
+class _GuardedCache:
+    """numba's cache of one kernel, where a fault (a truncated, corrupted or foreign index
+    or data file, a full disk) means compiling as if there were no cache file, with one
+    warning; a broken index is emptied so that the next save repairs it."""
+
+    def __init__(self, inner: object, where: Path):
+        self._inner, self._where = inner, where
+
+    def load_overload(self, sig: object, target_context: object) -> object:
+        try:
+            return self._inner.load_overload(sig, target_context)
+        except Exception as exc:     # noqa: BLE001 - any fault: compile instead
+            self._fault("read", exc)
+            try:
+                self._inner.flush()
+            except Exception:        # noqa: BLE001 - saving will warn if it matters
+                pass
+            return None
+
+    def save_overload(self, sig: object, data: object) -> None:
+        try:
+            self._inner.save_overload(sig, data)
+        except Exception as exc:     # noqa: BLE001 - the kernel works without its file
+            self._fault("written", exc)
+
+    def _fault(self, verb: str, exc: Exception) -> None:
+        warn_once(self._where, f"numba's cache file cannot be {verb} "
+                  f"({type(exc).__name__}); compiled without it",
+                  "nothing to do (remove that folder to stop this warning)")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
 
 
 def guard_parallel(module: types.ModuleType) -> None:
