@@ -10,9 +10,9 @@ no bytecode read from or written to the cache). numba's own cache files (pickles
 only where the directory that holds them is owned by this user and writable by no one else
 (OpenSSH's check, up the path; a sticky world-writable parent such as /tmp is accepted);
 elsewhere numba caching is off, with a warning; a fault of one of numba's files compiles
-without it. Any fault of the cache (unwritable, full,
-a file where a directory should be, a corrupted, truncated or foreign file) degrades to a
-compile in memory, with one ``CacheWarning`` per directory.
+without it. Any fault of the cache (unwritable, full, a file where a directory should be, a
+corrupted, truncated or foreign file) degrades to a compile in memory, with one
+``CacheWarning`` per message.
 
 Threads: one lock per key; a module is published only once it has run completely. numba's
 ``workqueue`` threading layer aborts the process when two threads enter parallel kernels at
