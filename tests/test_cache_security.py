@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.compile import cache
+from symgrad.compile import cache, trust
 
 
 @pytest.fixture()
@@ -23,9 +23,9 @@ def fresh(tmp_path, monkeypatch):
     monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("SYMGRAD_KEY_FILE", str(tmp_path / "key" / "cache.key"))
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
-    monkeypatch.setattr(cache, "_KEY", [])
+    monkeypatch.setattr(trust, "_KEY", [])
     monkeypatch.setattr(cache, "_LOADED", {})
-    monkeypatch.setattr(cache, "_WARNED", set())
+    monkeypatch.setattr(trust, "_WARNED", set())
     return tmp_path
 
 
@@ -500,7 +500,7 @@ def test_truncated_numba_cache_files_degrade_and_are_repaired(fresh, pattern):
         _check(g, 71.0)
     _forget(g)                              # a third process-like load: repaired, silent
     sys.modules.pop(g.module.__name__, None)
-    cache._WARNED.clear()
+    trust._WARNED.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("error", sg.CacheWarning)
         _check(sg.function([x], y), 71.0)
