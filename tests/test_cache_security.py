@@ -516,3 +516,28 @@ def test_a_full_disk_while_numba_saves_its_cache(fresh, monkeypatch):
     with pytest.warns(sg.CacheWarning, match="numba's cache file cannot be written"):
         f = sg.function([x], y)
         _check(f, 73.0)
+
+
+@pytest.mark.parametrize("target", ["parallel", "cuda"])
+def test_eight_threads_compile_the_same_graph_on_other_targets(fresh, target):
+    """Compiled concurrently, called afterwards (numba's CUDA simulator cannot run two
+    kernels at once; a real GPU can)."""
+    x, y = _graph(79.0)
+    functions, errors = [], []
+    barrier = threading.Barrier(8)
+
+    def work():
+        try:
+            barrier.wait()
+            functions.append(sg.function([x], y, target=target))
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(functions) == 8
+    assert len({id(f.module) for f in functions}) == 1
+    for f in functions:
+        _check(f, 79.0)
