@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import hashlib
+import html
 import re
 from typing import Any
 
@@ -25,6 +26,7 @@ from ..graph.traversal import placeholders_of, topological_order
 from ..shapes import format_shape
 from . import cache
 from .driver import ModuleWriter
+from .explain import explain
 from .fold import fold_graph
 from .lower import lower_kernel
 from .printer import MATH_MODES
@@ -35,7 +37,8 @@ TARGETS = ("cpu", "parallel", "cuda")
 
 
 class CompiledFunction:
-    """A compiled graph: ``f(*arrays)``; ``f.source``, ``f.sympy``, ``f.plan``."""
+    """A compiled graph: ``f(*arrays)``; ``f.source``, ``f.sympy``, ``f.plan``,
+    ``f.explain()``."""
 
     def __init__(self, inputs, outputs, target, plan, module, source, key, single):
         self.inputs = list(inputs)
@@ -70,6 +73,18 @@ class CompiledFunction:
                 exprs = dict(zip(lowered.sources, lowered.exprs))
                 self._sympy.append({o.node.name: exprs[o.source] for o in kernel.outputs})
         return self._sympy
+
+    def explain(self) -> str:
+        """A readable report of the plan: each kernel or step with its ops, loop shape,
+        reads and writes; every temporary with its bytes; the rule behind each fusion
+        boundary (see ``compile/explain.py`` and docs/compiler.md)."""
+        return explain(self.plan, self.target, self.inputs)
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        printer.text(repr(self) if cycle else repr(self) + "\n" + self.explain())
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(repr(self))}\n{html.escape(self.explain())}</pre>"
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{p.name}: {p.dtype.name}{format_shape(p.shape)}" for p in self.inputs)
