@@ -78,3 +78,47 @@ def test_notebook_displays():
     p = Printer()
     f._repr_pretty_(p, False)
     assert p.text_ == repr(f) + "\n" + f.explain()
+
+
+def test_compile_phases_are_logged(caplog):
+    x = sg.placeholder("x", (3,))
+    with caplog.at_level(logging.DEBUG, logger="symgrad"):
+        sg.function([x], sg.reduce_sum(sg.cos(x) * 3.0))
+    records = [r for r in caplog.records if r.name == "symgrad"]
+    debug = [r.getMessage() for r in records if r.levelno == logging.DEBUG]
+    phases = [m.split(": ", 1)[1].rsplit(" ", 2)[0] for m in debug]
+    assert phases[:2] == ["fold", "plan"] and phases[-1] == "module (cache or build)"
+    info = [r.getMessage() for r in records if r.levelno == logging.INFO]
+    assert len(info) == 1 and info[0].startswith("sg.function f(x) target='cpu' compiled in ")
+
+
+def test_long_compile_shows_progress_on_a_terminal(monkeypatch):
+    import io
+    import time
+
+    from symgrad.compile import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    term = Terminal()
+    monkeypatch.setattr(progress.sys, "stderr", term)
+    monkeypatch.setattr(progress, "SHOW_AFTER", 0.05)
+    phases = progress.Phases("f(x)")
+    with phases.phase("fold"):
+        time.sleep(0.3)
+    with phases.phase("plan"):
+        pass
+    phases.done()
+    lines = term.getvalue().splitlines()
+    assert [line.split(": ")[2].split(" (")[0] for line in lines] == \
+        ["fold...", "plan...", "done"]
+    assert all(line.startswith("symgrad: compiling f(x): ") for line in lines)
+    quiet = io.StringIO()                       # not a terminal: nothing is written
+    monkeypatch.setattr(progress.sys, "stderr", quiet)
+    phases = progress.Phases("f(x)")
+    with phases.phase("fold"):
+        time.sleep(0.2)
+    phases.done()
+    assert quiet.getvalue() == ""

@@ -30,6 +30,7 @@ from .explain import explain
 from .fold import fold_graph
 from .lower import lower_kernel
 from .printer import MATH_MODES
+from .progress import Phases
 from .regions import Kernel, Plan, Step, build_plan
 
 CODEGEN_VERSION = "2"
@@ -147,23 +148,32 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
         math = "libm"
     outputs, single = output_list(outputs, "sg.function")
     inputs = _as_inputs(inputs, outputs)
-    graph = fold_graph(outputs, inputs)
-    # cuda runs getitem_grad as steps and has no loop nests
-    plan = build_plan(graph, scatter=target != "cuda", nested=target != "cuda")
+    phases = Phases(f"f({', '.join(p.name for p in inputs)}) target={target!r}")
+    with phases.phase("fold"):
+        graph = fold_graph(outputs, inputs)
+    with phases.phase("plan"):   # cuda runs getitem_grad as steps and has no loop nests
+        plan = build_plan(graph, scatter=target != "cuda", nested=target != "cuda")
     text = "\n".join([graph.canonical(), target, str(single), math, cache.versions(),
                       CODEGEN_VERSION])
     key = hashlib.sha256(text.encode()).hexdigest()
     if target == "cuda":   # numba.cuda is imported only here (symgrad/compile/cuda_runtime.py)
         from .cuda_runtime import compile_cuda
-        return compile_cuda(inputs, outputs, plan, key, single)
+        with phases.phase("cuda module"):
+            f = compile_cuda(inputs, outputs, plan, key, single)
+        phases.done()
+        return f
 
     def build() -> str:
-        lowered = [lower_kernel(k) for k in plan.kernels]
-        writer = ModuleWriter(plan, lowered, target, key, math)
-        writer.single = single
-        return writer.source()
+        with phases.phase("lower and cse"):
+            lowered = [lower_kernel(k) for k in plan.kernels]
+        with phases.phase("print"):
+            writer = ModuleWriter(plan, lowered, target, key, math)
+            writer.single = single
+            return writer.source()
 
-    module, source, built = cache.load_or_build(key, build)
+    with phases.phase("module (cache or build)"):
+        module, source, built = cache.load_or_build(key, build)
+    phases.done()
     bind_runtime(module, plan, inputs)
     # A class per function whose __call__ is the generated driver itself: no extra frame.
     cls = type("CompiledFunction", (CompiledFunction,), {"__call__": staticmethod(module.run)})
