@@ -22,7 +22,8 @@ kernel 1  loop (4, 3)  ops: exp, multiply
 temporaries: 1, 96 bytes
   s float64 (3, 4): 96 bytes
 fusion boundaries:
-  s -> kernel 1: sT is a transpose step (structural ops run between kernels)
+  step 'sT' -> kernel 1: sT is a transpose step (structural ops run between kernels)
+  kernel 0 -> step 'sT': transpose is structural (runs between kernels)
 """
 
 from __future__ import annotations
@@ -132,13 +133,17 @@ def _boundaries(plan: Plan, producers: dict) -> list:
             producer = producers.get(id(i))
             if producer is None or producer is k:
                 continue
-            if isinstance(producer, Step):
-                source = producer.node.inputs[0] if producer.node.inputs else producer.node
-                lines.append(f"  {source.name} -> kernel {k.index}: "
-                             f"{_rule(i, producer, k)}")
-            else:
-                lines.append(f"  kernel {producer.index} -> kernel {k.index}: "
-                             f"{_rule(i, producer, k)}")
+            where = f"step '{i.name}'" if isinstance(producer, Step) else \
+                f"kernel {producer.index}"
+            lines.append(f"  {where} -> kernel {k.index}: {_rule(i, producer, k)}")
+    for unit in plan.units:
+        if not isinstance(unit, Step):
+            continue
+        for i in unit.node.inputs:
+            producer = producers.get(id(i))
+            if isinstance(producer, Kernel):
+                lines.append(f"  kernel {producer.index} -> step '{unit.node.name}': "
+                             f"{unit.node.op.name} is structural (runs between kernels)")
     return lines
 
 
