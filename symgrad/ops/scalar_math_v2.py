@@ -12,17 +12,15 @@ helpers), so it is used three ways:
 
 The trailing ``one`` argument is a typed 1 (``f32(1.0)`` in float32 kernels).
 
-Accuracy against mpmath (tests/test_v2_elementwise.py, float64):
+Accuracy against mpmath (float64; tests/test_v2_elementwise.py, docs/ops_elementwise.md):
 
-======== ======================================= ==========================================
-function method                                  error
-======== ======================================= ==========================================
-erfc     1 - erf(x) below 1/2; Chebyshev series   < 2e-15 relative
-erfinv   Giles' approximation + Newton steps      < 4e-15 relative
-lgamma   Lanczos (g=7, 9 terms), reflection       < 2e-14 relative, or absolute when |lgamma| < 1
-digamma  recurrence to x >= 10 + asymptotic, refl. < 3e-14 relative, or absolute near its root
-polygamma recurrence to x >= 20 + asymptotic      < 5e-15 relative (orders 1-3)
-======== ======================================= ==========================================
+* erfc: 1 - erf(x) below 1/2, a Chebyshev series above: < 2e-15 relative;
+* erfinv: Giles' approximation refined by Newton steps: < 4e-15 relative;
+* lgamma: Lanczos (g = 7, 9 terms), reflection below 1/2: < 2e-14 relative (absolute
+  where |lgamma| < 1);
+* digamma: reflection, recurrence up to 10, asymptotic series: < 3e-14 relative
+  (absolute where |psi| < 1);
+* polygamma (orders 1-3): recurrence up to 20, asymptotic series: < 5e-14 relative.
 
 >>> round(float(vectorized(digamma)(1.0)), 12)  # -Euler's constant
 -0.577215664902
