@@ -67,3 +67,15 @@ from .ops.reductions_v2 import (clip_by_value, log_softmax, norm, reduce_logsume
                                 reduce_std, reduce_variance, softmax)
 __all__ += ["clip_by_value", "log_softmax", "norm", "reduce_logsumexp", "reduce_std",
             "reduce_variance", "softmax"]
+# v2 gradients (symgrad/higher_order.py, differentiate/control.py, custom_gradient.py,
+# define_op.py)
+from .differentiate import AggregationMethod, prevent_gradient
+from .higher_order import hessians, jacobian
+__all__ += ["AggregationMethod", "hessians", "jacobian", "prevent_gradient"]
+from .custom_gradient import custom_gradient
+__all__ += ["custom_gradient"]
+from .define_op import define_op
+__all__ += ["define_op"]
+# dask: compiled functions called with dask arrays (symgrad/distributed, docs/dask.md)
+from .errors import ChunkError  # noqa: E402
+__all__ += ["ChunkError"]

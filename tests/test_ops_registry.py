@@ -254,3 +254,5 @@ def test_example_with_unknown_dims(name, k):
         compiled = sg.function(xs, outputs, target=target)(*arrays)
         for got, r in zip(compiled, reference):
             np.testing.assert_allclose(got, r, rtol=1e-12, atol=1e-14, err_msg=target)
+# v2 gradients: ops whose tests live in tests/test_v2_gradients.py
+INTERNAL |= {"prevent_gradient", "custom_gradient"}
