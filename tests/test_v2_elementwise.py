@@ -449,3 +449,21 @@ def test_integer_inputs_compile_like_numpy():
         assert g.dtype == w.dtype
         np.testing.assert_allclose(g, w, rtol=1e-15)
     np.testing.assert_array_equal(want[0], [0.25, 1.0, 2.0, 8.0])
+
+
+@pytest.mark.cuda
+@pytest.mark.compiled
+def test_every_v2_kernel_compiles_for_a_real_gpu():
+    """The real numba.cuda type check of the v2 kernels and helpers (NVVM, no GPU needed):
+    tests/cuda_ptx_check_elementwise.py in a subprocess; skipped without a toolkit."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    out = subprocess.run([sys.executable, str(root / "tests" / "cuda_ptx_check_elementwise.py")],
+                         capture_output=True, text=True, cwd=root, env=env, timeout=900)
+    if out.returncode == 2:
+        pytest.skip(out.stdout.strip())
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1].startswith("OK")
