@@ -147,18 +147,6 @@ def test_cuda_target_agrees_with_cpu():
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
 
-def test_the_example_runs_and_checks_itself(capsys):
-    import runpy
-    from pathlib import Path
-    runpy.run_path(str(Path(__file__).resolve().parents[1] / "examples" / "define_op.py"))
-    out = capsys.readouterr().out
-    assert "D \\left(1 - e^{- a \\left(r - r_{0}\\right)}\\right)^{2}" in out
-    lines = {line.split("=")[0].strip(): line.split("=")[-1] for line in out.splitlines()
-             if line.startswith("max |")}
-    assert all(float(value) < 1e-8 for value in lines.values()) and len(lines) == 2
-    assert "morse" not in out.split("kernels:")[1]
-
-
 def test_max_and_min_compile_as_piecewise_and_numpy_lacking_functions_evaluate():
     relu_sq = sg.define_op("relu_sq", lambda x: sp.Max(x, 0) ** 2 + sp.Min(x, -1))
     x = sg.placeholder("x", (4,))
