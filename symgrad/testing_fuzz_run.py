@@ -365,6 +365,9 @@ def main(argv: Optional[list] = None) -> int:
             if first and not args.no_shrink:
                 outcome = shrink(outcome, targets=targets)
             print(("NEW " if first else "") + outcome.report(), flush=True)
+        if (seed - args.start + 1) % 25 == 0:
+            print(f"... {seed - args.start + 1} programs, {time.perf_counter() - start:.0f} s",
+                  file=sys.stderr, flush=True)
     elapsed = time.perf_counter() - start
     print(f"\n{args.n} programs (seeds {args.start}..{args.start + args.n - 1}) in "
           f"{elapsed:.0f} s; failures: {sum(map(len, classes.values()))}")
