@@ -66,6 +66,9 @@ def test_mlp_loss_and_gradients_match_in_memory(chunks):
     assert out[5].chunks[0] == X.chunks[0]          # per-row gradient: chunked like X
     assert all(o.npartitions == 1 for o in out[:5])  # loss and parameter gradients
     _assert_same(dask.compute(*out, scheduler="threads"), want)
+    plan = MLP._dask_plan
+    assert len(plan.passes) == 1                   # the row count is known from the chunks
+    assert plan.tail is None or plan.tail.inputs == [0, 1, 2, 3]   # never reads a chunk
 
 
 def test_other_axes_are_rechunked_and_parameters_may_be_dask_arrays():
