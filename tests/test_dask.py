@@ -68,7 +68,7 @@ def test_mlp_loss_and_gradients_match_in_memory(chunks):
     _assert_same(dask.compute(*out, scheduler="threads"), want)
     plan = MLP._dask_plan
     assert len(plan.passes) == 1                   # the row count is known from the chunks
-    assert plan.tail is None or plan.tail.inputs == [0, 1, 2, 3]   # never reads a chunk
+    assert plan.tail is None or max(plan.tail.inputs) < 4    # never reads a chunk of X, Y
 
 
 def test_other_axes_are_rechunked_and_parameters_may_be_dask_arrays():
