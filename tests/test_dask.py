@@ -128,6 +128,20 @@ def test_single_output_unconnected_gradient_and_parameter_only_output():
     np.testing.assert_array_equal(ew.compute(scheduler="threads"), np.ones(3))
 
 
+def test_embedding_lookup_split_and_concat_along_other_axes():
+    ids = sg.placeholder("ids", shape=(None,), dtype="int64")
+    table = sg.placeholder("table", shape=(5, 3))
+    x = sg.placeholder("x", shape=(None, 6))
+    a, b = sg.split(x, 2, axis=1)
+    loss = sg.reduce_mean(sg.square(sg.gather(table, ids))) + \
+        sg.reduce_sum(sg.sin(sg.concat([a, 2.0 * b], axis=1)))
+    f = sg.function([ids, table, x], [loss] + sg.gradients(loss, [table, x]))
+    args = (RNG.integers(0, 5, 11), RNG.normal(size=(5, 3)), RNG.normal(size=(11, 6)))
+    got = f(da.from_array(args[0], chunks=4), args[1], da.from_array(args[2], chunks=4))
+    assert got[2].chunks == ((4, 4, 3), (6,))      # the table's gradient: one combined chunk
+    _assert_same(dask.compute(*got, scheduler="threads"), f(*args))
+
+
 def test_call_is_lazy():
     calls = []
 
