@@ -304,6 +304,26 @@ class NumbaPrinter:
     def _print_Xor(self, expr) -> str:
         return "(" + " != ".join(self._print(a) for a in expr.args) + ")"
 
+    def _print_ITE(self, expr) -> str:
+        """sympy's boolean if-then-else (``piecewise_fold`` builds it when a selection's
+        condition meets another selection): a lazy conditional, as Piecewise."""
+        c, a, b = (self._print(arg) for arg in expr.args)
+        return f"({a} if {c} else {b})"
+
+    def _print_Implies(self, expr) -> str:
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"((not {a}) or {b})"
+
+    def _print_Equivalent(self, expr) -> str:
+        first, *rest = (self._print(arg) for arg in expr.args)
+        return "(" + " and ".join(f"({first} == {r})" for r in rest) + ")"
+
+    def _print_Nand(self, expr) -> str:
+        return f"(not {self._print_And(expr)})"
+
+    def _print_Nor(self, expr) -> str:
+        return f"(not {self._print_Or(expr)})"
+
     def _print_BooleanTrue(self, expr) -> str:
         return "True"
 

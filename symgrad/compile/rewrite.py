@@ -72,32 +72,55 @@ def _unary_consumers(node, consumers: dict) -> list:
 def reuse_values(order: list, consumers: dict, expr_op) -> int:
     """Rewrite elementwise nodes in place to read computed ``f(x)`` instead of
     recomputing it; returns how many nodes changed (the caller re-sorts the graph)."""
-    changed = 0
+    changed, patterns, unary = 0, {}, {}  # caches: wide graphs have huge fan-outs
     for node in order:
         if node.kind != "elementwise" or node.is_const or node.dtype.kind != "f":
             continue
         candidates = []
         for i in node.inputs:
-            candidates += [t for t in _unary_consumers(i, consumers)
+            if id(i) not in unary:
+                unary[id(i)] = _unary_consumers(i, consumers)
+            candidates += [t for t in unary[id(i)]
                            if t is not node and t.dtype == node.dtype and t not in candidates]
         if not candidates:
             continue
         inputs = list(node.inputs)
         symbols = [sp.Dummy(f"s{k}", real=True) for k in range(len(inputs))]
-        formula = _formula(node, symbols)
+        formula = None
         for t in candidates:
-            pattern = _formula(t, [symbols[inputs.index(i)] if i in inputs else None
-                                   for i in t.inputs])
-            if not _expensive(pattern) or not formula.has(pattern):
+            cached = _pattern(t, patterns)
+            if cached is None:
+                continue
+            formula = _formula(node, symbols) if formula is None else formula
+            pattern, u, source = cached
+            if u in pattern.free_symbols:
+                pattern = pattern.xreplace({u: symbols[inputs.index(source)]})
+            if not formula.has(pattern):
                 continue
             symbols.append(sp.Dummy(f"s{len(inputs)}", real=True))
             inputs.append(t)
             formula = formula.xreplace({pattern: symbols[-1]})
         if len(inputs) == len(node.inputs):
             continue
+        for i in node.inputs:   # node is no longer a unary consumer of its old inputs
+            unary.pop(id(i), None)
         _set_expr(node, inputs, symbols, formula, expr_op)
         changed += 1
     return changed
+
+
+def _pattern(t, cache: dict) -> Optional[tuple]:
+    """(formula of the unary consumer ``t`` over a Dummy ``u``, ``u``, the input ``u``
+    stands for) when it is expensive, else None; computed once per version of ``t`` (a
+    wide graph has nodes with thousands of consumers: no sympy work per pair)."""
+    key = (id(t), t.op, t.inputs)
+    if key not in cache:
+        u = sp.Dummy("u", real=True)
+        uniform = [i.is_const and i.uniform is not None for i in t.inputs]
+        pattern = _formula(t, [None if c else u for c in uniform])
+        source = next((i for i, c in zip(t.inputs, uniform) if not c), t.inputs[0])
+        cache[key] = (pattern, u, source) if _expensive(pattern) else None
+    return cache[key]
 
 
 def _set_expr(node, inputs: list, symbols: list, formula: sp.Expr, expr_op) -> None:

@@ -21,6 +21,7 @@ from typing import Optional
 from .lower import LoweredKernel
 from .printer import NumbaPrinter
 from .regions import KernelOutput
+from .gather import gather_accesses, gather_axes, gather_loop_source
 from .scatter import scatter_index
 
 FASTMATH = "{'contract', 'afn', 'reassoc', 'arcp', 'nsz'}"
@@ -240,6 +241,10 @@ def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool,
     params = (["nc"] if parallel else []) + dims + in_names + \
         [n for n, o in zip(out_names, outs) if o.is_param]
     decorator = f"@numba.njit({OPTIONS}{', parallel=True' if parallel else ''})"
+    if gather_axes(kernel, "r") is not None:   # stencil adjoint: loop over the buffer
+        outs = gather_accesses(outs)
+        return (gather_loop_source(lowered, name, point, parallel, ins, outs, params,
+                                   decorator, checked), params, ins, outs)
     lines = [decorator, f"def {name}({', '.join(params)}):"]
     values = [f"e{j}" for j in range(len(lowered.sources))]
     source_index = {id(s): j for j, s in enumerate(lowered.sources)}
