@@ -26,14 +26,17 @@ from benchmarks.workloads import w3_pair_sums as w  # noqa: E402
 from symgrad.compile.nest import Nest, nest_rejections  # noqa: E402
 
 
-def _times(call, repeats):
-    call()
-    out = []
-    for _ in range(repeats):
-        t = time.perf_counter()
+def _times(calls, repeats):
+    """(median, min) seconds of each call, timed in turn (the machine's load drifts)."""
+    for call in calls:
         call()
-        out.append(time.perf_counter() - t)
-    return float(np.median(out)), float(min(out))
+    out = [[] for _ in calls]
+    for _ in range(repeats):
+        for k, call in enumerate(calls):
+            t = time.perf_counter()
+            call()
+            out[k].append(time.perf_counter() - t)
+    return [(float(np.median(o)), float(min(o))) for o in out]
 
 
 def _peak_mb(call):
@@ -57,8 +60,8 @@ def measure(name, data, target, repeats):
     want = [hand(data["P"], data["q"], G), G]
     err = max(float(np.max(np.abs(np.asarray(g) - h) / (np.abs(h) + 1e-3)))
               for g, h in zip(got, want))
-    sg_med, sg_min = _times(lambda: fn(data["P"]), repeats)
-    hd_med, hd_min = _times(lambda: hand(data["P"], data["q"], G), repeats)
+    (sg_med, sg_min), (hd_med, hd_min) = _times(
+        [lambda: fn(data["P"]), lambda: hand(data["P"], data["q"], G)], repeats)
     n = data["P"].shape[0]
     return {"formulation": name, "symgrad_ms": sg_med * 1e3, "symgrad_min_ms": sg_min * 1e3,
             "hand_ms": hd_med * 1e3, "hand_min_ms": hd_min * 1e3,
