@@ -61,7 +61,7 @@ def _symbols(n: int) -> tuple:
 def _expression(formula: Callable, n: int, label: str) -> sp.Expr:
     symbols = _symbols(n)
     try:
-        expr = _canonical(sp.sympify(formula(*symbols)))
+        expr = _canonical(sp.sympify(formula(*symbols), strict=True))  # never parse a string
     except (TypeError, ValueError, AttributeError, sp.SympifyError) as exc:
         raise TypeError(f"sg.define_op({label}): formula(*symbols) must return a sympy "
                         f"expression: {exc}") from exc

@@ -161,3 +161,12 @@ def test_max_and_min_compile_as_piecewise_and_numpy_lacking_functions_evaluate()
     gamma3 = sg.define_op("gamma3", lambda x: sp.gamma(x + 3))
     np.testing.assert_allclose(sg.evaluate(gamma3(x), {x: [0.0, 1.0, 2.0, 3.0]}),
                                [2.0, 6.0, 24.0, 120.0])
+
+
+def test_formula_returning_a_string_is_never_parsed(tmp_path):
+    """sympify would parse (and run) a string: define_op accepts only sympy expressions."""
+    marker = tmp_path / "ran"
+    payload = f"__import__('pathlib').Path({str(marker)!r}).write_text('x')"
+    with pytest.raises(TypeError, match="must return a sympy expression"):
+        sg.define_op("from_string", lambda x: payload)
+    assert not marker.exists()
