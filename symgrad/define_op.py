@@ -61,7 +61,7 @@ def _symbols(n: int) -> tuple:
 def _expression(formula: Callable, n: int, label: str) -> sp.Expr:
     symbols = _symbols(n)
     try:
-        expr = sp.sympify(formula(*symbols))
+        expr = _canonical(sp.sympify(formula(*symbols)))
     except (TypeError, ValueError, AttributeError, sp.SympifyError) as exc:
         raise TypeError(f"sg.define_op({label}): formula(*symbols) must return a sympy "
                         f"expression: {exc}") from exc
@@ -73,15 +73,29 @@ def _expression(formula: Callable, n: int, label: str) -> sp.Expr:
 
 
 def _numpy_forward(expr: sp.Expr, n: int) -> Callable:
-    """Evaluate the formula with numpy (sympy's lambdify of symgrad's own expression)."""
+    """Evaluate the formula with numpy (sympy's lambdify of symgrad's own expression);
+    a function numpy lacks (``gamma``) is evaluated entry by entry with ``math``."""
     def forward(*arrays):
         kinds = tuple(dtype_kind(np.asarray(a).dtype) for a in arrays)
         mapping = {s: input_symbol(k, kinds[k]) for k, s in enumerate(_symbols(n))}
+        local = expr.xreplace(mapping)
         with np.errstate(all="ignore"):
-            value = numpy_callable(expr.xreplace(mapping), n, kinds)(*arrays)
+            try:
+                value = numpy_callable(local, n, kinds)(*arrays)
+            except TypeError:
+                scalar = sp.lambdify([input_symbol(k, kinds[k]) for k in range(n)], local,
+                                     modules=["math", "mpmath"])
+                value = np.vectorize(lambda *a: float(scalar(*a)), otypes=[np.float64])(
+                    *arrays)
         shape = np.broadcast_shapes(*[np.shape(a) for a in arrays])
         return np.broadcast_to(np.asarray(value), shape).copy()
     return forward
+
+
+def _canonical(expr: sp.Expr) -> sp.Expr:
+    """``Max``/``Min`` as ``Piecewise`` (which every backend prints)."""
+    return expr.replace(lambda e: isinstance(e, (sp.Max, sp.Min)),
+                        lambda e: e.rewrite(sp.Piecewise))
 
 
 def _key(expr: sp.Expr) -> str:

@@ -44,10 +44,19 @@ class Program:
     lines: list = field(default_factory=list)
     outputs: list = field(default_factory=list)
     tags: set = field(default_factory=set)  # ops and features the program uses
+    stopped: Optional[str] = None  # a tensor given to sg.gradients' stop_gradients
+    second_order: bool = False     # also compare Hessian-vector products
 
     def fn_source(self) -> str:
-        body = "".join(f"    {line}\n" for line in self.lines)
-        return (f"def fn({', '.join(self.names)}):\n{body}"
+        body = ""
+        for line in self.lines:
+            body += f"    {line}\n"
+            name = line.split(" = ", 1)[0]
+            if name == self.stopped:
+                body += f"    if hook is not None:  # stop_gradients=[{name}]\n"
+                body += f"        {name} = hook({name})\n"
+        hook = ", hook=None" if self.stopped else ""
+        return (f"def fn({', '.join(self.names)}{hook}):\n{body}"
                 f"    return [{', '.join(self.outputs)}]\n")
 
     def source(self) -> str:
@@ -55,7 +64,8 @@ class Program:
         holders = ", ".join(f"sg.placeholder({n!r}, {s!r}, {a.dtype.name!r})"
                             for n, s, a in zip(self.names, self.static_shapes, self.arrays))
         arrays = ", ".join(array_literal(a) for a in self.arrays)
-        return (f"# symgrad fuzz program, seed {self.seed}\nimport numpy as np\n"
+        order = "; second order" if self.second_order else ""
+        return (f"# symgrad fuzz program, seed {self.seed}{order}\nimport numpy as np\n"
                 f"import symgrad as sg\n\n\n{self.fn_source()}\n\n"
                 f"def placeholders():\n    return [{holders}]\n\n\n"
                 f"def arrays():\n    return [{arrays}]\n")
@@ -272,7 +282,9 @@ def _bool_source(b: Builder, like: Optional[tuple]) -> Optional[str]:
 def gen_elementwise(b: Builder) -> Optional[str]:
     menu = menus()["elementwise"]
     op, n, accepted = menu[b.rng.integers(len(menu))]
-    kinds = accepted[0 if b.rng.random() < 0.6 else b.rng.integers(len(accepted))]
+    # mostly the first accepted kinds (floats where an op takes them): a bool operand of
+    # arithmetic is a rarer, separate class
+    kinds = accepted[0 if b.rng.random() < 0.85 else b.rng.integers(len(accepted))]
     args, like = [], None
     for k, kind in enumerate(kinds):
         if kind == "b":
@@ -438,14 +450,23 @@ def generate(seed: int, n_ops: Optional[int] = None, n_inputs: Optional[int] = N
             break
         b.run(gens[rng.choice(len(gens), p=p)](b) or "None")
     _choose_outputs(b)
-    return b.program
+    program = b.program
+    inner = [line.split(" = ", 1)[0] for line in program.lines]
+    inner = [name for name, e in zip(inner, b.pool[len(program.names):])
+             if e.kind == "f" and name not in program.outputs]
+    if inner and rng.random() < 0.25:
+        program.stopped = inner[rng.integers(len(inner))]
+        program.tags.add("stop_gradients")
+    program.second_order = bool(rng.random() < 0.3)
+    return program
 
 
 def _choose_outputs(b: Builder) -> None:
     """The sinks (computed tensors no later line reads), floats first, at most three."""
     computed = b.pool[len(b.program.names):]
     text = "\n".join(b.program.lines)
-    sinks = [e for e in computed if not re.search(rf"\b{e.name}\b", text.split(f"{e.name} = ", 1)[1])]
+    sinks = [e for e in computed
+             if not re.search(rf"\b{e.name}\b", text.split(f"{e.name} = ", 1)[1])]
     sinks.sort(key=lambda e: e.kind != "f")
     outputs = [e.name for e in sinks[:3]] or [b.pool[0].name]
     b.program.outputs = outputs

@@ -17,6 +17,7 @@ A failure is classified (known classes are named) and shrunk to a minimal reprod
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 import time
@@ -67,18 +68,37 @@ class Graph:
         self.source = program.source()
         self.fn, self.arrays = scope["fn"], scope["arrays"]()
         self.xs = scope["placeholders"]()
-        self.ys = self.fn(*self.xs)
+        self.stopped: list = []
+        self.hook = self.stopped.append if program.stopped else None
+        self.ys = self.fn(*self.xs, hook=self._keep) if self.hook else self.fn(*self.xs)
         rng = np.random.default_rng(program.seed + 1)
         self.float_ys = [k for k, y in enumerate(self.ys) if y.dtype.kind == "f"]
         self.sources = [k for k, x in enumerate(self.xs) if x.dtype.kind == "f"]
         self.cotangents = [rng.standard_normal(self.reference_shape(k))
                            .astype(self.ys[k].dtype) for k in self.float_ys]
+        stop = self.stopped or None
         self.grads = (sg.gradients([self.ys[k] for k in self.float_ys],
                                    [self.xs[k] for k in self.sources],
-                                   grad_ys=self.cotangents) if self.float_ys else [])
+                                   grad_ys=self.cotangents, stop_gradients=stop)
+                      if self.float_ys else [])
         self.outputs = list(self.ys) + list(self.grads)
+        # second order: the gradient of sum_j <w_j, grad_j> (Hessian-vector products)
+        self.connected = [j for j, g in enumerate(self.grads) if g is not None]
+        self.weights = [rng.standard_normal(self.arrays[self.sources[j]].shape)
+                        for j in self.connected]
+        self.second = []
+        if program.second_order and self.connected:
+            total = sum(sg.reduce_sum(sg.cast(self.grads[j], "float64") * w)
+                        for j, w in zip(self.connected, self.weights))
+            self.second = sg.gradients(total, [self.xs[k] for k in self.sources],
+                                       stop_gradients=stop)
+            self.outputs += list(self.second)
         # float32 anywhere: intermediates may round differently (tolerance of float32)
         self.precision = "float32" if "float32" in program.source() else "float64"
+
+    def _keep(self, tensor):
+        self.stopped.append(tensor)
+        return tensor
 
     def reference_shape(self, k: int) -> tuple:
         import symgrad as sg
@@ -102,24 +122,37 @@ def run_compiled(graph: Graph, target: str) -> list:
 
 
 def run_tape(graph: Graph) -> list:
+    """The eager tape (nested for second order); the stopped tensor is sg.stop_gradient."""
     import symgrad as sg
 
     variables = [sg.Variable(a, name=f"x{k}") for k, a in enumerate(graph.arrays)]
+    sources = [variables[k] for k in graph.sources]
+    kwargs = {"hook": sg.stop_gradient} if graph.hook else {}
+    grads, second = [], []
     with np.errstate(all="ignore"):
-        with sg.GradientTape() as tape:
-            ys = graph.fn(*variables)
-        grads = []
-        if graph.float_ys:
-            grads = tape.gradient([ys[k] for k in graph.float_ys],
-                                  [variables[k] for k in graph.sources],
-                                  output_gradients=graph.cotangents)
-    return [np.asarray(y) for y in ys] + [None if g is None else np.asarray(g) for g in grads]
+        with sg.GradientTape() as outer:
+            with sg.GradientTape() as tape:
+                ys = graph.fn(*variables, **kwargs)
+            if graph.float_ys:
+                grads = tape.gradient([ys[k] for k in graph.float_ys], sources,
+                                      output_gradients=graph.cotangents)
+            if graph.second:
+                total = sum(sg.reduce_sum(sg.cast(grads[j], "float64") * w)
+                            for j, w in zip(graph.connected, graph.weights))
+        if graph.second:
+            second = outer.gradient(total, sources)
+    return [np.asarray(y) for y in ys] + [None if g is None else np.asarray(g)
+                                          for g in list(grads) + list(second)]
 
 
 # --- comparison ------------------------------------------------------------------------------
 def _label(graph: Graph, k: int) -> str:
-    n = len(graph.ys)
-    return f"output {k}" if k < n else f"gradient {k - n} (d/d x{graph.sources[k - n]})"
+    n, m = len(graph.ys), len(graph.ys) + len(graph.grads)
+    if k < n:
+        return f"output {k}"
+    if k < m:
+        return f"gradient {k - n} (d/d x{graph.sources[k - n]})"
+    return f"second order {k - m} (d/d x{graph.sources[k - m]})"
 
 
 def compare(graph: Graph, want: list, got: list, engine: str) -> None:
@@ -151,7 +184,8 @@ def check_finite_differences(graph: Graph, grads: list) -> Optional[str]:
     (float64 inputs, finite values; two step sizes must agree, else the point is a kink)."""
     import symgrad as sg
 
-    if "stop_gradient" in graph.source or not graph.float_ys or any(graph.arrays[k].dtype != np.float64 for k in graph.sources):
+    if "stop_gradient" in graph.source or not graph.float_ys or \
+            any(graph.arrays[k].dtype != np.float64 for k in graph.sources):
         return "skipped"
     if any(g is not None and not np.all(np.isfinite(g)) for g in grads):
         return "skipped"
@@ -241,8 +275,9 @@ def check(program: Program, targets: tuple = TARGETS, tape: bool = True,
             break
         outcome.checks.append(engine)
     if outcome.ok and fd:
+        first = want[len(graph.ys):len(graph.ys) + len(graph.grads)]
         result = _step(outcome, "finite differences",
-                       lambda: check_finite_differences(graph, want[len(graph.ys):]))
+                       lambda: check_finite_differences(graph, first))
         outcome.checks.append(f"fd {result}")
     if not outcome.ok:
         outcome.kind = classify(outcome)
@@ -254,6 +289,9 @@ def replay(source: str, targets: tuple = TARGETS) -> Outcome:
     seed = int(re.search(r"seed (\d+)", source).group(1))
     program = Program(seed, [], [], [])
     program.source = lambda: source  # type: ignore[method-assign]
+    program.second_order = "; second order" in source.splitlines()[0]
+    stopped = re.search(r"stop_gradients=\[(\w+)\]", source)
+    program.stopped = stopped.group(1) if stopped else None
     if re.search(r"\w\[-?\d+(, -?\d+)*\]", source):   # the tags classify() reads
         program.tags.add("index-0d")
     if re.search(r"sg\.pow\(.*, 0\.0\)|\*\* 0\.0", source):
@@ -278,11 +316,7 @@ def prune(program: Program) -> Program:
 
 
 def _with(program: Program, **changes) -> Program:
-    fields = dict(seed=program.seed, names=program.names, static_shapes=program.static_shapes,
-                  arrays=program.arrays, lines=program.lines, outputs=program.outputs,
-                  tags=program.tags)
-    fields.update(changes)
-    return Program(**fields)
+    return dataclasses.replace(program, **changes)
 
 
 def shrink(outcome: Outcome, budget: int = 25, targets: tuple = TARGETS) -> Outcome:
@@ -331,6 +365,9 @@ def main(argv: Optional[list] = None) -> int:
             if first and not args.no_shrink:
                 outcome = shrink(outcome, targets=targets)
             print(("NEW " if first else "") + outcome.report(), flush=True)
+        if (seed - args.start + 1) % 25 == 0:
+            print(f"... {seed - args.start + 1} programs, {time.perf_counter() - start:.0f} s",
+                  file=sys.stderr, flush=True)
     elapsed = time.perf_counter() - start
     print(f"\n{args.n} programs (seeds {args.start}..{args.start + args.n - 1}) in "
           f"{elapsed:.0f} s; failures: {sum(map(len, classes.values()))}")

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.compile import cache
+from symgrad.compile import cache, trust
 
 
 @pytest.fixture()
@@ -23,9 +23,9 @@ def fresh(tmp_path, monkeypatch):
     monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("SYMGRAD_KEY_FILE", str(tmp_path / "key" / "cache.key"))
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
-    monkeypatch.setattr(cache, "_KEY", [])
+    monkeypatch.setattr(trust, "_KEY", [])
     monkeypatch.setattr(cache, "_LOADED", {})
-    monkeypatch.setattr(cache, "_WARNED", set())
+    monkeypatch.setattr(trust, "_WARNED", set())
     return tmp_path
 
 
@@ -475,3 +475,69 @@ def test_doctests_alone_never_use_the_users_cache(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:]
     assert not (tmp_path / ".cache" / "symgrad").exists()
     assert not (tmp_path / ".config" / "symgrad").exists()
+
+
+# --- faults of numba's own cache files ---------------------------------------------------
+
+def _numba_files(f, pattern: str) -> list:
+    return sorted((Path(f.module.__file__).parent / "__pycache__").glob(pattern))
+
+
+@pytest.mark.parametrize("pattern", ["*.nbi", "*.nbc"])
+def test_truncated_numba_cache_files_degrade_and_are_repaired(fresh, pattern):
+    import sys
+    x, y = _graph(71.0)
+    f = sg.function([x], y)
+    _check(f, 71.0)
+    files = _numba_files(f, pattern)
+    assert files
+    for path in files:
+        path.write_bytes(path.read_bytes()[:len(path.read_bytes()) // 2])
+    _forget(f)
+    sys.modules.pop(f.module.__name__, None)
+    with pytest.warns(sg.CacheWarning, match="numba's cache file cannot be read"):
+        g = sg.function([x], y)
+        _check(g, 71.0)
+    _forget(g)                              # a third process-like load: repaired, silent
+    sys.modules.pop(g.module.__name__, None)
+    trust._WARNED.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sg.CacheWarning)
+        _check(sg.function([x], y), 71.0)
+
+
+def test_a_full_disk_while_numba_saves_its_cache(fresh, monkeypatch):
+    from numba.core import caching
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(caching.IndexDataCacheFile, "save", full)
+    x, y = _graph(73.0)
+    with pytest.warns(sg.CacheWarning, match="numba's cache file cannot be written"):
+        f = sg.function([x], y)
+        _check(f, 73.0)
+
+
+@pytest.mark.parametrize("target", ["parallel", "cuda"])
+def test_eight_threads_compile_the_same_graph_on_other_targets(fresh, target):
+    """Compiled concurrently, called afterwards (numba's CUDA simulator cannot run two
+    kernels at once; a real GPU can)."""
+    x, y = _graph(79.0)
+    functions, errors = [], []
+    barrier = threading.Barrier(8)
+
+    def work():
+        try:
+            barrier.wait()
+            functions.append(sg.function([x], y, target=target))
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(functions) == 8
+    assert len({id(f.module) for f in functions}) == 1
+    for f in functions:
+        _check(f, 79.0)

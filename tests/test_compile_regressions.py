@@ -117,3 +117,37 @@ def test_hessian_by_components(target):
     want[0, 2] = want[2, 0] = c[2] * v[1]
     want[1, 2] = want[2, 1] = c[2] * v[0]
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("target", ALL_TARGETS)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_exact_zero_never_drops_a_nan(target, dtype):
+    """d/dx x**0.0 at 0 is 0 * 0**-1 = NaN (numpy, TensorFlow, sg.evaluate, the tape);
+    0.0 * x at x = -inf is NaN. Lowering keeps a float 0 symbolic so sympy cannot fold
+    these products to 0 (printer.ZERO)."""
+    x = sg.placeholder("x", (4,), dtype=dtype)
+    y = sg.reduce_sum(x ** 0.0)
+    z = sg.where(x > 0, sg.log(x), 0.0 * x)
+    outputs = [sg.gradients(y, x)[0], z]
+    v = np.array([0.0, 1.0, 2.0, -np.inf], dtype=dtype)
+    f = agree([x], outputs, [v], target, rtol=1e-6)
+    grad, value = f(v)
+    assert np.isnan(grad[0]) and np.all(grad[1:3] == 0.0)
+    assert np.isnan(value[3]) and value[1] == 0.0
+    xv = sg.Variable(v)
+    with sg.GradientTape() as tape:
+        out = sg.reduce_sum(xv ** 0.0)
+    np.testing.assert_array_equal(np.asarray(tape.gradient(out, xv))[:3], grad[:3])
+
+
+def test_zero_stays_exact_where_no_nan_can_arise():
+    """A compared zero, and zero times a selection of numbers, fold as before."""
+    from symgrad.compile.fold import fold_graph
+    from symgrad.compile.lower import lower_kernel
+    from symgrad.compile.regions import build_plan
+    x = sg.placeholder("x", (3,))
+    y = sg.reduce_sum(sg.relu(x) * 0.0 + sg.where(x > 0.0, x, 1.0))
+    lowered = lower_kernel(build_plan(fold_graph([y, sg.gradients(y, x)[0]], [x])).kernels[0])
+    text = " ".join(str(e) for e in lowered.results + [e for _, e in lowered.replacements])
+    assert "0.0 <" not in text and "> 0.0" not in text    # comparisons use the exact 0

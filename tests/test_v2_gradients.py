@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 import symgrad as sg
 
 from .helpers import central_difference
+from .strategies import random_graph
 
 
 def numeric_jacobian(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
@@ -324,3 +326,38 @@ def test_reduce_prod_over_an_axis_second_order_matches_finite_differences():
         return float(np.sum(2 * p / v * w))
     np.testing.assert_allclose(sg.evaluate(gg, {x: value}), central_difference(first, value),
                                rtol=1e-6)
+
+
+# --- random graphs: sg.hessians (graph) against nested tapes ------------------------------
+def _replay(tensor, leaves: dict):
+    """Re-run a graph eagerly (the same op records on eager values), so tapes record it."""
+    from symgrad.graph.traversal import topological_order
+    from symgrad.ops.registry import apply
+    values = {}
+    for node in topological_order([tensor]):
+        if id(node) in leaves:
+            values[id(node)] = leaves[id(node)]
+        elif node.op.name == "constant":
+            values[id(node)] = node.attrs["value"]
+        else:
+            values[id(node)] = apply(node.op, tuple(values[id(i)] for i in node.inputs),
+                                     node.attrs)
+    return values[id(tensor)]
+
+
+@settings(deadline=None, max_examples=15)
+@given(random_graph(n_inputs=2, max_nodes=8, size=3))
+def test_random_hessians_agree_with_nested_tapes(graph):
+    xs, out, feeds = graph
+    hessians = sg.evaluate(sg.hessians(out, xs), feeds)
+    variables = [sg.Variable(feeds[x]) for x in xs]
+    with sg.GradientTape(persistent=True) as outer:
+        with sg.GradientTape() as inner:
+            y = _replay(out, {id(x): v for x, v in zip(xs, variables)})
+        grads = inner.gradient(y, variables)
+    for x, v, g, h in zip(xs, variables, grads, hessians):
+        if g is None:
+            assert h is None
+            continue
+        expected = outer.jacobian(g, v, unconnected_gradients="zero").numpy()
+        np.testing.assert_allclose(h, expected.reshape(h.shape), rtol=1e-9, atol=1e-11)

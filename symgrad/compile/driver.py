@@ -261,7 +261,7 @@ class ModuleWriter:
         _, _, ins, outs_serial = loop_source(lk, "x", "p", False)
         args = []
         for j, (node, acc) in enumerate(zip(k.inputs, ins)):
-            v = self.value_of(node)
+            v = self.value_of(node if acc.base is None else acc.base)
             if acc.broadcast:
                 b = f"b{i}_{j}"
                 self.emit(f"{b} = {v} if {v}.shape == {sh} else np.broadcast_to({v}, {sh})")

@@ -69,37 +69,54 @@ def _unary_consumers(node, consumers: dict) -> list:
     return out
 
 
+_SLOTS: list = []
+
+
+def _slot(k: int) -> sp.Dummy:
+    """The k-th input symbol of every formula ``reuse_values`` compares: one shared family,
+    so a consumer's pattern is built once and matched by hashing."""
+    while len(_SLOTS) <= k:
+        _SLOTS.append(sp.Dummy(f"s{len(_SLOTS)}", real=True))
+    return _SLOTS[k]
+
+
 def reuse_values(order: list, consumers: dict, expr_op) -> int:
     """Rewrite elementwise nodes in place to read computed ``f(x)`` instead of
-    recomputing it; returns how many nodes changed (the caller re-sorts the graph)."""
-    changed, patterns, unary = 0, {}, {}  # caches: wide graphs have huge fan-outs
+    recomputing it; returns how many nodes changed (the caller re-sorts the graph).
+
+    Linear in the graph: each candidate's pattern is built once per input slot, and a
+    node's formula is searched through the set of its subexpressions."""
+    changed, unary = 0, {}   # unary: id(input) -> its unary consumers (wide fan-outs)
+    patterns: dict = {}   # (id(t), k) -> t's formula over slot k, or None if not worth it
     for node in order:
         if node.kind != "elementwise" or node.is_const or node.dtype.kind != "f":
             continue
-        candidates = []
-        for i in node.inputs:
+        inputs = list(node.inputs)
+        candidates, seen = [], {id(node)}
+        for k, i in enumerate(inputs):
             if id(i) not in unary:
                 unary[id(i)] = _unary_consumers(i, consumers)
-            candidates += [t for t in unary[id(i)]
-                           if t is not node and t.dtype == node.dtype and t not in candidates]
+            for t in unary[id(i)]:
+                if id(t) not in seen and t.dtype == node.dtype:
+                    seen.add(id(t))
+                    candidates.append((t, k))
         if not candidates:
             continue
-        inputs = list(node.inputs)
-        symbols = [sp.Dummy(f"s{k}", real=True) for k in range(len(inputs))]
-        formula = None
-        for t in candidates:
-            cached = _pattern(t, patterns)
-            if cached is None:
+        symbols = [_slot(k) for k in range(len(inputs))]
+        formula = _formula(node, symbols)
+        inside = set(sp.preorder_traversal(formula))
+        for t, k in candidates:
+            key = (id(t), k)
+            if key not in patterns:
+                pattern = _formula(t, [_slot(k) for _ in t.inputs])
+                patterns[key] = pattern if _expensive(pattern) else None
+            pattern = patterns[key]
+            if pattern is None or pattern not in inside:
                 continue
-            formula = _formula(node, symbols) if formula is None else formula
-            pattern, u, source = cached
-            if u in pattern.free_symbols:
-                pattern = pattern.xreplace({u: symbols[inputs.index(source)]})
-            if not formula.has(pattern):
-                continue
-            symbols.append(sp.Dummy(f"s{len(inputs)}", real=True))
+            symbols.append(_slot(len(inputs)))
             inputs.append(t)
             formula = formula.xreplace({pattern: symbols[-1]})
+            inside = set(sp.preorder_traversal(formula))
         if len(inputs) == len(node.inputs):
             continue
         for i in node.inputs:   # node is no longer a unary consumer of its old inputs
@@ -107,20 +124,6 @@ def reuse_values(order: list, consumers: dict, expr_op) -> int:
         _set_expr(node, inputs, symbols, formula, expr_op)
         changed += 1
     return changed
-
-
-def _pattern(t, cache: dict) -> Optional[tuple]:
-    """(formula of the unary consumer ``t`` over a Dummy ``u``, ``u``, the input ``u``
-    stands for) when it is expensive, else None; computed once per version of ``t`` (a
-    wide graph has nodes with thousands of consumers: no sympy work per pair)."""
-    key = (id(t), t.op, t.inputs)
-    if key not in cache:
-        u = sp.Dummy("u", real=True)
-        uniform = [i.is_const and i.uniform is not None for i in t.inputs]
-        pattern = _formula(t, [None if c else u for c in uniform])
-        source = next((i for i, c in zip(t.inputs, uniform) if not c), t.inputs[0])
-        cache[key] = (pattern, u, source) if _expensive(pattern) else None
-    return cache[key]
 
 
 def _set_expr(node, inputs: list, symbols: list, formula: sp.Expr, expr_op) -> None:

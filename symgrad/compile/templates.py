@@ -21,7 +21,7 @@ from typing import Optional
 from .lower import LoweredKernel
 from .printer import NumbaPrinter
 from .regions import KernelOutput
-from .gather import gather_accesses, gather_axes, gather_loop_source
+from .gather import base_reads, gather_accesses, gather_axes, gather_loop_source
 from .scatter import scatter_index
 
 FASTMATH = "{'contract', 'afn', 'reassoc', 'arcp', 'nsz'}"
@@ -61,10 +61,13 @@ def quoted(name: str, limit: int = 60) -> str:
 @dataclass
 class InputAccess:
     """How the loop reads one input: ``index`` (a subscript), ``broadcast`` when the
-    driver must pass ``np.broadcast_to(a, shape)`` (an unknown dim might be 1)."""
+    driver must pass ``np.broadcast_to(a, shape)`` (an unknown dim might be 1); ``base``:
+    the driver passes this node instead (a slice read through its base array, see
+    ``gather.base_reads``)."""
 
     index: str
     broadcast: bool
+    base: Optional[object] = None
 
 
 @dataclass
@@ -266,6 +269,7 @@ def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool,
     decorator = f"@numba.njit({OPTIONS}{', parallel=True' if parallel else ''})"
     if gather_axes(kernel, "r") is not None:   # stencil adjoint: loop over the buffer
         outs = gather_accesses(outs)
+        ins = base_reads(kernel, ins)
         return (gather_loop_source(lowered, name, point, parallel, ins, outs, params,
                                    decorator, checked), params, ins, outs)
     lines = [decorator, f"def {name}({', '.join(params)}):"]

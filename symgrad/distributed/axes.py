@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Optional, Union
 
 from ..graph.tensor import Tensor, describe
+from ..ops import indexing as I
 from ..ops import layout as L
 from ..ops import scan
 from ..ops import structural as S
@@ -242,6 +243,21 @@ def _unstack(node: Tensor, axes: list) -> Axis:
     return axes[0] - 1 if axis < axes[0] else axes[0]
 
 
+def _gather(node: Tensor, axes: list) -> Axis:
+    """An embedding lookup: rows of indices pick entries of a row-independent table."""
+    params, indices = node.inputs
+    axis = node.attrs["axis"] % len(params.shape)
+    if axes[0] is not None:
+        raise Unchunkable("it gathers from a batch tensor (rows picked by position)")
+    return axis + axes[1]
+
+
+def _gather_grad(node: Tensor, axes: list) -> Axis:
+    if axes[2] is not None:
+        raise Unchunkable("it scatters into a batch tensor (rows picked by position)")
+    return Cut("sum")                 # scatter-adds of the chunks into the table add up
+
+
 RULES: dict = {
     S.reduce_sum: _reduce, S.reduce_mean: _reduce, S.reduce_max: _reduce,
     S.reduce_min: _reduce, S.reduce_prod: _reduce,
@@ -251,7 +267,8 @@ RULES: dict = {
     S.broadcast_like: _broadcast_like, S.cast: _same, S.getitem: _getitem,
     S.getitem_grad: _getitem_grad,
     L.squeeze: _squeeze, L.broadcast_to: _broadcast_to, L.concat: _along_axis,
-    L.stack: _stack, L.unstack: _unstack, L.reverse: _along_axis, L.roll: _along_axis,
+    L.stack: _stack, L.unstack: _unstack, L.concat_part: _along_axis, L.split: _along_axis,
+    I.gather: _gather, I.gather_grad: _gather_grad, L.reverse: _along_axis, L.roll: _along_axis,
     scan.cumsum: _along_axis, scan.cumprod: _along_axis, scan.shift: _along_axis,
 }
 

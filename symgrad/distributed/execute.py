@@ -99,12 +99,14 @@ class Runner:
         name = f"{prefix}-{tokenize(step.function.key, self.token)}"
         fkey = f"symgrad-function-{step.function.key[:32]}"
         values = [self.values[id(c.node)] for c in step.values]
+        read = range(len(self.arrays)) if step.inputs is None else step.inputs
         layer: dict = {fkey: step.function}
         for i in chunks:
-            args = [_block(a, i, b) for a, b in zip(self.arrays, self.batch)]
+            args = [_block(self.arrays[k], i, self.batch[k]) for k in read]
             args += [_block(v, 0, False) for v in values]
             layer[(name, i)] = (call_chunk, fkey, *args)
-        graph = HighLevelGraph.from_collections(name, layer, dependencies=self.arrays + values)
+        arrays = [self.arrays[k] for k in read]
+        graph = HighLevelGraph.from_collections(name, layer, dependencies=arrays + values)
         sizes = tuple(self.rows[i] for i in chunks)
         return da.Array(graph, name, (sizes,), meta=np.empty((0,), object))
 

@@ -5,7 +5,7 @@ input, the whole of each parameter) followed by one placeholder per *combined va
 cut whose value is known before pass ``r``: counts, and cuts whose partials ran in an
 earlier pass). Its outputs are the partials of the cuts of phase ``r`` (the cut node itself
 applied to one chunk) and the requested outputs with a batch axis of phase ``r``. The
-*tail* runs once, on the first chunk, for requested outputs without a batch axis that are
+*tail* runs once (on the first chunk of the batch inputs it reads) for requested outputs without a batch axis that are
 not a cut themselves (``log(loss)``, a parameter's function).
 
 >>> import numpy as np, symgrad as sg
@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import ChunkError
 from ..graph.tensor import Tensor, describe
-from ..graph.traversal import topological_order
+from ..graph.traversal import placeholders_of, topological_order
 from ..ops.sources import constant, placeholder
 from .analysis import Analysis, CutNode
 
@@ -41,6 +41,7 @@ class Pass:
     partials: list                       # CutNode
     rows: list                           # indices into the requested outputs
     values: list                         # CutNode whose combined values it reads
+    inputs: Optional[list] = None        # indices of the original inputs it reads (None: all)
 
 
 @dataclass
@@ -74,8 +75,11 @@ def chunk_plan(analysis: Analysis, target: str, math: str) -> ChunkPlan:
     if tail:
         known = list(analysis.cuts)
         graph = _substitute([outputs[k] for k in tail], known, slots, analysis)
-        inputs = analysis.inputs + [slots[id(c.node)] for c in known]
-        plan.tail = Pass(function(inputs, graph, target, math), [], tail, known)
+        used = {id(p) for p in placeholders_of(topological_order(graph))}
+        read = [k for k, p in enumerate(analysis.inputs) if id(p) in used]
+        known = [c for c in known if id(slots[id(c.node)]) in used]
+        inputs = [analysis.inputs[k] for k in read] + [slots[id(c.node)] for c in known]
+        plan.tail = Pass(function(inputs, graph, target, math), [], tail, known, read)
         for j, k in enumerate(tail):
             plan.sources[k] = ("tail", j)
     return plan

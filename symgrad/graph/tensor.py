@@ -13,7 +13,7 @@ attributes, and a static shape (ints and None) and dtype. Nothing is computed.
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -116,6 +116,18 @@ class Tensor(TensorOperators):
     def __repr__(self) -> str:
         return (f"<sg.Tensor '{self.name}' op={self.op.name} shape={format_shape(self.shape)} "
                 f"dtype={self.dtype.name}>")
+
+    # --- notebook display (compiler topic) -------------------------------------------------
+    def _repr_latex_(self) -> Optional[str]:
+        """In a notebook an elementwise result shows its formula (``sg.latex``); other
+        tensors, and formulas over more than 400 nodes, show their repr."""
+        if self.op.kind != "elementwise":
+            return None
+        from ..symbolic import latex   # symbolic builds on this module
+        from .traversal import topological_order
+        if len(topological_order([self])) > 400:
+            return None
+        return f"${latex(self)}$"
 
     def __eq__(self, other):
         return self is other
