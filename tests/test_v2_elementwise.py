@@ -334,9 +334,7 @@ def test_second_order_tape_matches_symbolic(name):
 
 GROUP = 6
 GROUPS = [sorted(CASES)[k:k + GROUP] for k in range(0, len(CASES), GROUP)]
-# A few cases per compiled function: a kernel returning more than ~30 values with a
-# conditional among them hits numba's "Unsupported op-code list_to_tuple" (CPython builds
-# such tuple displays as a list); reported to the compiler's owner.
+# A few cases per compiled function, so that a failure names its ops.
 
 
 def _graph(names):
@@ -467,3 +465,20 @@ def test_every_v2_kernel_compiles_for_a_real_gpu():
         pytest.skip(out.stdout.strip())
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1].startswith("OK")
+
+
+@pytest.mark.compiled
+@pytest.mark.parametrize("target", ["cpu", "parallel"])
+def test_a_kernel_with_more_than_30_outputs_and_conditionals_compiles(target):
+    """Regression (compile/templates.py ``_named_results``): numba rejected the point
+    function's return of more than 30 values when one was a conditional expression."""
+    xs = [sg.placeholder(f"x{k}", (4,)) for k in range(16)]
+    outputs = []
+    for x in xs:
+        y = sg.relu6(x) * sg.abs(x)
+        outputs += [y, sg.gradients(sg.reduce_sum(y), x)[0]]
+    arrays = [np.linspace(-1.0, 7.0, 4) + 0.1 * k for k in range(16)]
+    got = sg.function(xs, outputs, target=target)(*arrays)
+    want = sg.evaluate(outputs, dict(zip(xs, arrays)))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-14)

@@ -181,8 +181,31 @@ def body_source(lowered: LoweredKernel, name: str, math: str = "libm",
     lines += ["    " + line for line in statements]
     if trig_args:
         results = results + [" & ".join(f"trig_in_range({a})" for a in trig_args)]
+    assignments, results = _named_results(results)
+    lines += ["    " + line for line in assignments]
     lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
     return "\n".join(lines)
+
+
+# v2 elementwise (minimal fix, reported to the compiler's owner): CPython builds a tuple
+# display of more than 30 items as a list (LIST_TO_TUPLE), and numba rejects that op-code
+# when a conditional expression among the items makes a phi node. Past 30 results, each
+# one that is not a plain name is first bound to a local, so the tuple holds names only.
+_TUPLE_ITEMS_MAX = 30
+
+
+def _named_results(results: list) -> tuple:
+    """(assignments, results): the non-name results bound to locals, past 30 results."""
+    if len(results) <= _TUPLE_ITEMS_MAX:
+        return [], results
+    assignments, names = [], []
+    for k, text in enumerate(results):
+        if text.isidentifier():
+            names.append(text)
+        else:
+            assignments.append(f"res{k}_ = {text}")
+            names.append(f"res{k}_")
+    return assignments, names
 
 
 def split_body_source(lowered: LoweredKernel, name: str, math: str = "libm",
