@@ -145,6 +145,19 @@ def test_embedding_lookup_split_and_concat_along_other_axes():
     _assert_same(dask.compute(*got, scheduler="threads"), f(*args))
 
 
+def test_unknown_dims_other_than_the_batch_axis_come_from_the_arguments():
+    x = sg.placeholder("x", shape=(None, None))
+    v = sg.placeholder("v", shape=(2, None))
+    loss = sg.reduce_mean(sg.square(x)) + sg.reduce_sum(v * v)
+    f = sg.function([x, v], [loss, sg.reduce_sum(x, axis=0)] + sg.gradients(loss, [x, v]))
+    for rows, cols in ((10, 3), (7, 4)):
+        args = (RNG.normal(size=(rows, cols)), RNG.normal(size=(2, 5)))
+        got = f(da.from_array(args[0], chunks=3), args[1])
+        assert got[1].shape == (cols,) and got[2].chunks[1] == (cols,)
+        _assert_same(dask.compute(*got, scheduler="threads"), f(*args))
+    assert len(f._dask_plans) == 2                 # one plan per set of static dims
+
+
 def test_call_is_lazy():
     calls = []
 
