@@ -1,7 +1,10 @@
 """Compiled functions on dask arrays: chunk by chunk on the threaded scheduler and on a
 two-process LocalCluster, combined exactly (symgrad/distributed, docs/dask.md)."""
 
+import os
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -142,6 +145,19 @@ def test_embedding_lookup_split_and_concat_along_other_axes():
     _assert_same(dask.compute(*got, scheduler="threads"), f(*args))
 
 
+def test_unknown_dims_other_than_the_batch_axis_come_from_the_arguments():
+    x = sg.placeholder("x", shape=(None, None))
+    v = sg.placeholder("v", shape=(2, None))
+    loss = sg.reduce_mean(sg.square(x)) + sg.reduce_sum(v * v)
+    f = sg.function([x, v], [loss, sg.reduce_sum(x, axis=0)] + sg.gradients(loss, [x, v]))
+    for rows, cols in ((10, 3), (7, 4)):
+        args = (RNG.normal(size=(rows, cols)), RNG.normal(size=(2, 5)))
+        got = f(da.from_array(args[0], chunks=3), args[1])
+        assert got[1].shape == (cols,) and got[2].chunks[1] == (cols,)
+        _assert_same(dask.compute(*got, scheduler="threads"), f(*args))
+    assert len(f._dask_plans) == 2                 # one plan per set of static dims
+
+
 def test_call_is_lazy():
     calls = []
 
@@ -197,6 +213,27 @@ def test_pickling_is_by_graph_and_key_and_rebuilds_once():
     assert rebuilt is not MLP and rebuilt.key == MLP.key
     assert pickle.loads(data) is rebuilt           # rebuilt once
     _assert_same(rebuilt(*MLP_PARAMS, X_DATA, Y_DATA), MLP(*MLP_PARAMS, X_DATA, Y_DATA))
+
+
+def test_pickling_keeps_the_math_mode():
+    x = sg.placeholder("x", shape=(None,))
+    f = sg.function([x], sg.reduce_sum(sg.sin(x)), math="libm")
+    data = pickle.dumps(f)
+    del pickling._REGISTRY[f.key]
+    rebuilt = pickle.loads(data)
+    assert rebuilt.key == f.key and rebuilt.source == f.source   # the mode is in the key
+
+
+def test_the_base_install_never_imports_dask():
+    code = ("import sys, numpy as np, symgrad as sg\n"
+            "x = sg.placeholder('x', shape=(None,))\n"
+            "f = sg.function([x], sg.reduce_sum(x))\n"
+            "assert float(f(np.ones(3))) == 3.0\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
 
 
 # --- two worker processes -----------------------------------------------------------------

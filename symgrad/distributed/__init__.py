@@ -34,10 +34,19 @@ def call_dask(f: Any, args: tuple) -> Any:
         raise ValueError(f"sg.function: dask arrays need target 'cpu' or 'parallel', this "
                          f"function was compiled for {f.target!r}")
     arrays, rows = prepare(f.inputs, list(args))
-    plan = f.__dict__.get("_dask_plan")     # built at the first dask call, then reused
+    from .specialize import needs_specializing, specialize
+
+    shapes = tuple(a.shape[1:] if p.shape[:1] == (None,) else a.shape
+                   for p, a in zip(f.inputs, arrays))
+    key = shapes if needs_specializing(f.inputs) else None
+    plans = f.__dict__.setdefault("_dask_plans", {})   # built at the first call, then reused
+    plan = plans.get(key)
     if plan is None:
-        plan = chunk_plan(analyse(f.inputs, f.outputs), f.target, math_of(f))
-        f._dask_plan = plan
+        inputs, outputs = f.inputs, f.outputs
+        if key is not None:
+            inputs, outputs = specialize(inputs, outputs, [a.shape for a in arrays])
+        plan = plans[key] = chunk_plan(analyse(inputs, outputs), f.target, math_of(f))
+    f._dask_plan = plan
     context = f"f({', '.join(p.name for p in f.inputs)})"
     results = Runner(plan, arrays, rows, context).outputs()
     return results[0] if f._single else results
