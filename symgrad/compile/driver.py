@@ -369,9 +369,9 @@ class ModuleWriter:
         v = f"v{node.index}"
         ins = [self.value_of(i) for i in node.inputs]
         name, attrs = node.op.name, node.attrs
-        comment = f"  # {node.op.name} '{node.name}'"
+        comment = f"  # {node.op.name} {quoted(node.name)}"
         if name == "getitem":
-            line = f"{v} = {ins[0]}[{_key(attrs['key'])}]"
+            line = f"{v} = {ins[0]}[{_key(_zero_d_view(attrs['key'], node.shape))}]"
         elif name == "transpose":
             line = f"{v} = {ins[0]}.transpose({attrs['perm']})"
         elif name == "expand_dims":
@@ -453,6 +453,14 @@ def _key(key: tuple) -> str:
     if not parts:
         return "()"
     return ", ".join(parts)
+
+
+def _zero_d_view(key: tuple, shape: tuple) -> tuple:
+    """An index whose result is 0-d gains a trailing ``...``: numpy then returns a 0-d view
+    (an array the kernels read with ``[()]``) instead of a numpy scalar."""
+    if shape == () and Ellipsis not in key:
+        return tuple(key) + (Ellipsis,)
+    return key
 
 
 def _fastmath() -> str:

@@ -69,32 +69,58 @@ def _unary_consumers(node, consumers: dict) -> list:
     return out
 
 
+_SLOTS: list = []
+
+
+def _slot(k: int) -> sp.Dummy:
+    """The k-th input symbol of every formula ``reuse_values`` compares: one shared family,
+    so a consumer's pattern is built once and matched by hashing."""
+    while len(_SLOTS) <= k:
+        _SLOTS.append(sp.Dummy(f"s{len(_SLOTS)}", real=True))
+    return _SLOTS[k]
+
+
 def reuse_values(order: list, consumers: dict, expr_op) -> int:
     """Rewrite elementwise nodes in place to read computed ``f(x)`` instead of
-    recomputing it; returns how many nodes changed (the caller re-sorts the graph)."""
-    changed = 0
+    recomputing it; returns how many nodes changed (the caller re-sorts the graph).
+
+    Linear in the graph: each candidate's pattern is built once per input slot, and a
+    node's formula is searched through the set of its subexpressions."""
+    changed, unary = 0, {}   # unary: id(input) -> its unary consumers (wide fan-outs)
+    patterns: dict = {}   # (id(t), k) -> t's formula over slot k, or None if not worth it
     for node in order:
         if node.kind != "elementwise" or node.is_const or node.dtype.kind != "f":
             continue
-        candidates = []
-        for i in node.inputs:
-            candidates += [t for t in _unary_consumers(i, consumers)
-                           if t is not node and t.dtype == node.dtype and t not in candidates]
+        inputs = list(node.inputs)
+        candidates, seen = [], {id(node)}
+        for k, i in enumerate(inputs):
+            if id(i) not in unary:
+                unary[id(i)] = _unary_consumers(i, consumers)
+            for t in unary[id(i)]:
+                if id(t) not in seen and t.dtype == node.dtype:
+                    seen.add(id(t))
+                    candidates.append((t, k))
         if not candidates:
             continue
-        inputs = list(node.inputs)
-        symbols = [sp.Dummy(f"s{k}", real=True) for k in range(len(inputs))]
+        symbols = [_slot(k) for k in range(len(inputs))]
         formula = _formula(node, symbols)
-        for t in candidates:
-            pattern = _formula(t, [symbols[inputs.index(i)] if i in inputs else None
-                                   for i in t.inputs])
-            if not _expensive(pattern) or not formula.has(pattern):
+        inside = set(sp.preorder_traversal(formula))
+        for t, k in candidates:
+            key = (id(t), k)
+            if key not in patterns:
+                pattern = _formula(t, [_slot(k) for _ in t.inputs])
+                patterns[key] = pattern if _expensive(pattern) else None
+            pattern = patterns[key]
+            if pattern is None or pattern not in inside:
                 continue
-            symbols.append(sp.Dummy(f"s{len(inputs)}", real=True))
+            symbols.append(_slot(len(inputs)))
             inputs.append(t)
             formula = formula.xreplace({pattern: symbols[-1]})
+            inside = set(sp.preorder_traversal(formula))
         if len(inputs) == len(node.inputs):
             continue
+        for i in node.inputs:   # node is no longer a unary consumer of its old inputs
+            unary.pop(id(i), None)
         _set_expr(node, inputs, symbols, formula, expr_op)
         changed += 1
     return changed
