@@ -75,9 +75,53 @@ def main(argv=None):
         "options": opts,
         "results": rows,
     }
+    payload["relative"] = relative_to_best_hand(rows)
     harness.write_json(args.json, payload)
     print(f"wrote {os.path.relpath(args.json)}")
+    table = relative_table(payload["relative"])
+    print("\n" + table)
+    md = os.path.splitext(args.json)[0] + ".md"
+    with open(md, "w") as fh:
+        fh.write(table + "\n")
+    print(f"wrote {os.path.relpath(md)}")
+    from benchmarks import chart
+    png = os.path.splitext(args.json)[0] + ".png"
+    try:
+        chart.draw(chart.relative_times(rows), png)
+        print(f"wrote {os.path.relpath(png)}")
+    except ImportError:
+        print("matplotlib is not installed: no chart (pip install matplotlib)")
     return 0
+
+
+def relative_to_best_hand(rows):
+    """{"W2 N=1e6": {"best hand": system, system: median / best hand median}} where the
+    best hand loop is the fastest 'numba by hand ...' row of that workload and case."""
+    groups = {}
+    for r in rows:
+        if r.get("status") == "ok" and r.get("unit") == "s" and r.get("median"):
+            groups.setdefault(f"{r['workload']} {r['case']}", {})[r["system"]] = r["median"]
+    out = {}
+    for key, times in groups.items():
+        hands = {s: t for s, t in times.items() if s.startswith("numba by hand")}
+        if not hands:
+            continue
+        best = min(hands, key=hands.get)
+        out[key] = {"best hand": best, **{s: t / hands[best] for s, t in times.items()}}
+    return out
+
+
+def relative_table(relative):
+    """Markdown: each system's median over the best hand loop's, per workload and case."""
+    systems = []
+    for ratios in relative.values():
+        systems += [s for s in ratios if s != "best hand" and s not in systems]
+    lines = ["| workload | best hand loop | " + " | ".join(systems) + " |",
+             "|---|---|" + "---|" * len(systems)]
+    for key, ratios in relative.items():
+        cells = [f"{ratios[s]:.2f}" if s in ratios else "" for s in systems]
+        lines.append(f"| {key} | {ratios['best hand']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
