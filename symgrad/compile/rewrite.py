@@ -80,41 +80,48 @@ def _slot(k: int) -> sp.Dummy:
     return _SLOTS[k]
 
 
+def _pattern_table(i, k: int, consumers: dict) -> dict:
+    """{formula over slot k: [(position, consumer)]} of the unary consumers of ``i``
+    worth reading back (see ``_expensive``)."""
+    table: dict = {}
+    for pos, t in enumerate(_unary_consumers(i, consumers)):
+        pattern = _formula(t, [_slot(k) for _ in t.inputs])
+        if _expensive(pattern):
+            table.setdefault(pattern, []).append((pos, t))
+    return table
+
+
 def reuse_values(order: list, consumers: dict, expr_op) -> int:
     """Rewrite elementwise nodes in place to read computed ``f(x)`` instead of
     recomputing it; returns how many nodes changed (the caller re-sorts the graph).
 
-    Linear in the graph: each candidate's pattern is built once per input slot, and a
-    node's formula is searched through the set of its subexpressions."""
+    Linear in the graph: the patterns of an input's consumers are built once per input
+    slot, and a node looks its formula's subexpressions up in them."""
     changed = 0
-    patterns: dict = {}   # (id(t), k) -> t's formula over slot k, or None if not worth it
+    tables: dict = {}     # (id(i), k) -> _pattern_table(i, k)
     for node in order:
         if node.kind != "elementwise" or node.is_const or node.dtype.kind != "f":
             continue
         inputs = list(node.inputs)
-        candidates, seen = [], {id(node)}
-        for k, i in enumerate(inputs):
-            for t in _unary_consumers(i, consumers):
-                if id(t) not in seen and t.dtype == node.dtype:
-                    seen.add(id(t))
-                    candidates.append((t, k))
-        if not candidates:
-            continue
         symbols = [_slot(k) for k in range(len(inputs))]
         formula = _formula(node, symbols)
         inside = set(sp.preorder_traversal(formula))
-        for t, k in candidates:
-            key = (id(t), k)
-            if key not in patterns:
-                pattern = _formula(t, [_slot(k) for _ in t.inputs])
-                patterns[key] = pattern if _expensive(pattern) else None
-            pattern = patterns[key]
-            if pattern is None or pattern not in inside:
+        matches, seen = [], {id(node)}
+        for k, i in enumerate(node.inputs):
+            if (id(i), k) not in tables:
+                tables[id(i), k] = _pattern_table(i, k, consumers)
+            table = tables[id(i), k]
+            for e in inside:
+                for pos, t in table.get(e, ()):
+                    if id(t) not in seen and t.dtype == node.dtype:
+                        seen.add(id(t))
+                        matches.append((k, pos, t, e))
+        for _, _, t, pattern in sorted(matches, key=lambda m: m[:2]):
+            if not formula.has(pattern):
                 continue
             symbols.append(_slot(len(inputs)))
             inputs.append(t)
             formula = formula.xreplace({pattern: symbols[-1]})
-            inside = set(sp.preorder_traversal(formula))
         if len(inputs) == len(node.inputs):
             continue
         _set_expr(node, inputs, symbols, formula, expr_op)
