@@ -25,25 +25,25 @@ from typing import Optional
 import sympy as sp
 
 from ..ops.symbols import dtype_kind, input_symbol
+from .oprules import CHEAP_VIEWS, PLACEHOLDER, E, S
+from .printer import number
 
 
 def outer_product(tensor, inputs: list, make) -> Optional[object]:
     """The elementwise ``a * b`` standing for ``matmul(a, b)`` when the inner length is 1
     (``make(op, inputs)`` builds the LNode), else None."""
-    if tensor.op.name != "matmul" or len(inputs) != 2:
+    if tensor.op is not S.matmul or len(inputs) != 2:
         return None
     a, b = inputs
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != 1 or b.shape[0] != 1:
         return None
     if not (a.dtype == b.dtype == tensor.dtype) or tensor.dtype.kind != "f":
         return None
-    from ..ops.elementwise import multiply
-    return make(multiply, [a, b])
+    return make(E.multiply, [a, b])
 
 
 def _formula(node, symbols: list) -> sp.Expr:
     """The node's sympy form over ``symbols`` (uniform constant inputs inlined)."""
-    from .lower import number
     args = [number(i.uniform) if i.is_const and i.uniform is not None else s
             for i, s in zip(node.inputs, symbols)]
     positional = tuple(input_symbol(k, dtype_kind(i.dtype)) for k, i in enumerate(node.inputs))
@@ -142,15 +142,14 @@ def _set_expr(node, inputs: list, symbols: list, formula: sp.Expr, expr_op) -> N
                   "dtype": node.dtype}
 
 
-_VIEWS = ("getitem", "expand_dims", "transpose", "reshape")
 CHEAP_OPS = 4   # at most this many arithmetic operations make a node cheap to recompute
 
 
 def _cheap_read(node) -> bool:
     """A placeholder, a constant, or a numpy view of a placeholder (small to read)."""
-    while node.op.name in _VIEWS:
+    while node.op in CHEAP_VIEWS:
         node = node.inputs[0]
-    return node.op.name == "placeholder" or node.is_const
+    return node.op is PLACEHOLDER or node.is_const
 
 
 def _expands(node, i) -> bool:
