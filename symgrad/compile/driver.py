@@ -69,7 +69,8 @@ class ModuleWriter:
                 "from symgrad.compile.vecmath import (trig_in_range, "
                 + ", ".join(sorted(n for pair in FAST.values() for n in pair)) + ")",
                 *helper_imports(self.lowered), "",
-                f"FASTMATH = {_fastmath()}", "f32 = np.float32", "array = np.array", "ndarray = np.ndarray", ""]
+                f"FASTMATH = {_fastmath()}", "f32 = np.float32", "array = np.array",
+                "ndarray = np.ndarray", ""]
         parts = ["\n".join(head)]
         for unit in self.plan.units:
             if isinstance(unit, Kernel):

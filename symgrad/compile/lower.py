@@ -13,12 +13,10 @@ one ``sympy.cse(..., order="none")`` over all of them (values and gradients toge
 
 from __future__ import annotations
 
-import keyword
 import re
 from dataclasses import dataclass
 from typing import Optional
 
-import numpy as np
 import sympy as sp
 
 from ..ops.symbols import dtype_kind, input_symbol

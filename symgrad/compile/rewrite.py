@@ -160,9 +160,9 @@ def _expands(node, i) -> bool:
 
 def clone_cheap(order: list, consumers: dict, make) -> int:
     """Give every consumer but the first its own copy of a cheap elementwise node that
-    broadcasts placeholders up (``P[:, None] - P[None]``): a consumer in another kernel then recomputes
-    it from the small inputs instead of the first kernel storing a large array (copies in
-    one kernel are merged again by cse). ``make(node)`` copies a node."""
+    broadcasts placeholders up (``P[:, None] - P[None]``): a consumer in another kernel
+    then recomputes it from the small inputs instead of the first kernel storing a large
+    array (copies in one kernel are merged again by cse). ``make(node)`` copies a node."""
     changed = 0
     for node in order:
         users = consumers.get(id(node), [])
