@@ -46,3 +46,39 @@ def test_value_of_a_deep_chain_gradient_is_right():
     h = 1e-6
     fd = (sg.evaluate(e, {y: 0.3 + h}) - sg.evaluate(e, {y: 0.3 - h})) / (2 * h)
     assert abs(sg.evaluate(g, {y: 0.3}) - fd) < 1e-5 * max(1.0, abs(fd))
+
+
+# --- compile-size linearity (benchmarks/compile_scaling.py graphs; deterministic counts) --------
+def compile_counts(kind: str, size: int) -> tuple:
+    """Nodes of [y, dy/dx], nodes after folding, and sympy operations in the lowered
+    kernels (cse statements included) for the graphs of benchmarks/compile_scaling.py."""
+    import sympy as sp
+
+    from benchmarks.compile_scaling import build
+    from symgrad.compile.fold import fold_graph
+    from symgrad.compile.lower import lower_kernel
+    from symgrad.compile.regions import build_plan
+
+    x, y = build(sg, kind, size)
+    (g,) = sg.gradients(y, x)
+    graph = fold_graph([y, g], [x])
+    lowered = [lower_kernel(k) for k in build_plan(graph, scatter=True, nested=True).kernels]
+    ops = sum(sp.count_ops(e) for k in lowered for e in k.exprs)
+    ops += sum(sp.count_ops(r[1]) for k in lowered for r in k.replacements)
+    return len(topological_order([y, g])), len(graph.order), ops
+
+
+def _linear(small: int, mid: int, large: int, slack: float) -> bool:
+    """Counts at sizes n, 2n, 4n grow by about equal steps per n (``slack``: the allowed
+    excess of the second step over twice the first; a quadratic count has 6x more)."""
+    step1, step2 = mid - small, large - mid
+    return step1 > 0 and step2 <= (2 + slack) * step1 + 8 and large <= 4.5 * small
+
+
+def test_compiled_size_grows_linearly_for_wide_and_deep_graphs():
+    for kind in ("wide", "deep"):
+        counts = [compile_counts(kind, n) for n in (20, 40, 80)]
+        # graph and folded nodes are exact; cse's choices move the op count a little
+        for what, series, slack in zip(("graph nodes", "folded nodes", "sympy ops"),
+                                       zip(*counts), (0.05, 0.05, 0.6)):
+            assert _linear(*series, slack=slack), (kind, what, series)

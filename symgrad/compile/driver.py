@@ -261,7 +261,7 @@ class ModuleWriter:
         _, _, ins, outs_serial = loop_source(lk, "x", "p", False)
         args = []
         for j, (node, acc) in enumerate(zip(k.inputs, ins)):
-            v = self.value_of(node)
+            v = self.value_of(node if acc.base is None else acc.base)
             if acc.broadcast:
                 b = f"b{i}_{j}"
                 self.emit(f"{b} = {v} if {v}.shape == {sh} else np.broadcast_to({v}, {sh})")
@@ -316,11 +316,12 @@ class ModuleWriter:
         for j, acc in enumerate(outs):
             o = acc.out
             name = f"o{i}_{j}"
-            if acc.mode == "scatter":
+            if acc.mode in ("scatter", "gather"):   # a gather writes every element
                 if acc.is_param:
                     shape = _tuple(map(str, o.node.shape)) if is_fully_known(o.node.shape) \
                         else f"{self.value_of(o.like)}.shape"
-                    lines.append(f"{name} = np.zeros({shape}, np.{o.node.dtype.name})")
+                    alloc = "np.zeros" if acc.mode == "scatter" else "np.empty"
+                    lines.append(f"{name} = {alloc}({shape}, np.{o.node.dtype.name})")
                 continue
             if acc.mode == "store":
                 lines.append(f"{name} = np.empty({sh}, np.{o.node.dtype.name})")
@@ -371,7 +372,7 @@ class ModuleWriter:
         line = form(node, ins) if form is not None else None
         if line is None:
             line = f"S{node.index}({', '.join(ins)})"
-        self.emit(f"{v} = {line}  # {node.op.name} '{node.name}'")
+        self.emit(f"{v} = {line}  # {node.op.name} {quoted(node.name)}")
 
     def fast_path(self) -> None:
         """All-scalar float64 functions: call the scalar bodies on Python floats directly."""

@@ -305,6 +305,12 @@ class NumbaPrinter:
             return f"math.sqrt({self._print(base)})"
         if exp == -sp.S.Half:
             return f"{self.number(sp.S.One, False)}/math.sqrt({self._print(base)})"
+        if exp.is_Number and exp.is_finite and float(2 * exp).is_integer() and \
+                abs(float(exp)) < 64:   # b**(k + 1/2) = b**k * sqrt(b): no pow call
+            k = sp.Integer(int(abs(float(exp)) - 0.5))
+            root = f"math.sqrt({self._print(base)})"
+            whole = f"{self._print(sp.Pow(base, k, evaluate=False))}*{root}" if k else root
+            return f"({whole})" if exp > 0 else f"({self.number(sp.S.One, False)}/({whole}))"
         if exp.is_Number:
             return f"{b}**{self.number(exp, False)}"
         e = self._print(exp)

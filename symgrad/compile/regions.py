@@ -68,7 +68,11 @@ class Kernel:
 
     @property
     def serial_only(self) -> bool:
-        """Two scatters into one buffer may race across parallel chunks."""
+        """Two scatters into one buffer may race across parallel chunks (unless the kernel
+        runs as a gather, see ``gather.py``)."""
+        from .gather import gather_axes
+        if gather_axes(self, "r") is not None:
+            return False
         buffers = [id(o.node) for o in self.outputs if o.is_scatter]
         return len(buffers) != len(set(buffers))
 

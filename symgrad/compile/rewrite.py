@@ -98,7 +98,7 @@ def reuse_values(order: list, consumers: dict, expr_op) -> int:
     Linear in the graph: the patterns of an input's consumers are built once per input
     slot, and a node looks its formula's subexpressions up in them."""
     changed = 0
-    tables: dict = {}     # (id(i), k) -> _pattern_table(i, k)
+    tables: dict = {}     # id(i) -> {k: _pattern_table(i, k)}
     for node in order:
         if node.kind != "elementwise" or node.is_const or node.dtype.kind != "f":
             continue
@@ -108,9 +108,10 @@ def reuse_values(order: list, consumers: dict, expr_op) -> int:
         inside = set(sp.preorder_traversal(formula))
         matches, seen = [], {id(node)}
         for k, i in enumerate(node.inputs):
-            if (id(i), k) not in tables:
-                tables[id(i), k] = _pattern_table(i, k, consumers)
-            table = tables[id(i), k]
+            by_slot = tables.setdefault(id(i), {})
+            if k not in by_slot:
+                by_slot[k] = _pattern_table(i, k, consumers)
+            table = by_slot[k]
             for e in inside:
                 for pos, t in table.get(e, ()):
                     if id(t) not in seen and t.dtype == node.dtype:
@@ -124,6 +125,8 @@ def reuse_values(order: list, consumers: dict, expr_op) -> int:
             formula = formula.xreplace({pattern: symbols[-1]})
         if len(inputs) == len(node.inputs):
             continue
+        for i in node.inputs:   # node's pattern as a consumer of its old inputs is stale
+            tables.pop(id(i), None)
         _set_expr(node, inputs, symbols, formula, expr_op)
         changed += 1
     return changed

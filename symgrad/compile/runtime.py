@@ -42,10 +42,18 @@ class CompiledFunction:
 
     def _reference(self, args: tuple):
         """The reference interpreter, for calls that break an assumption of the plan."""
+        if any(_is_dask(a) for a in args):       # dask arrays: symgrad.distributed
+            from ..distributed import call_dask   # distributed builds on this module
+            return call_dask(self, args)
         outputs = self.outputs[0] if self._single else self.outputs
         if len(args) != len(self.inputs):
             self._run(*args)
         return evaluate(outputs, dict(zip(self.inputs, args)))
+
+    def __reduce__(self):
+        """Pickles by graph and key, rebuilt once per process (symgrad/distributed)."""
+        from ..distributed.pickling import reduce_function   # builds on this module
+        return reduce_function(self)
 
     @property
     def sympy(self) -> list:
@@ -115,6 +123,8 @@ def bind_runtime(module, plan: Plan, inputs: list) -> None:
     placeholders = plan.graph.placeholders
 
     def check_(k: int, value: Any) -> np.ndarray:
+        if _is_dask(value):      # run again by reference_, which hands it to dask
+            raise Fallback()
         p = placeholders[k]
         try:
             return check_feed(p.tensor, value, context)
@@ -172,6 +182,11 @@ def iteration_shape(kernel: Kernel, shapes: tuple, context: str) -> tuple:
                 raise ShapeError(f"{context}: the arguments give shapes that cannot be broadcast"
                                  f" together: {described}")
     return tuple(1 if d is None else d for d in out)
+
+
+def _is_dask(value: Any) -> bool:
+    """A dask collection (checked without importing dask)."""
+    return hasattr(type(value), "__dask_graph__")
 
 
 def fallback_() -> None:

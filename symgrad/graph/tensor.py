@@ -22,6 +22,11 @@ from ..shapes import Shape, format_shape
 _ids = itertools.count()
 
 
+def _v2_api():
+    from ..ops import elementwise_v2_api
+    return elementwise_v2_api
+
+
 class TensorOperators:
     """Python operators, written once for symbolic and eager tensors."""
 
@@ -51,6 +56,11 @@ class TensorOperators:
     def __gt__(self, other): return self._api().greater(self, other)
     def __ge__(self, other): return self._api().greater_equal(self, other)
     def __getitem__(self, key): return self._api().getitem(self, key)
+    # v2 elementwise: Python's % and // are TF's floormod and floordiv
+    def __mod__(self, other): return _v2_api().floormod(self, other)
+    def __rmod__(self, other): return _v2_api().floormod(other, self)
+    def __floordiv__(self, other): return _v2_api().floordiv(self, other)
+    def __rfloordiv__(self, other): return _v2_api().floordiv(other, self)
 
     @property
     def T(self):
