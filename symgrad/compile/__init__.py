@@ -10,7 +10,15 @@ Pipeline (one module per job)::
     templates.py the scalar body ``_k<i>_point`` and the cpu / parallel loop nests
     driver.py    the generated module: kernels + ``run(*args)``, the Python driver
     cache.py     module files keyed by a hash, imported via sys.modules (numba cache=True)
-    function.py  sg.function and CompiledFunction
+    function.py  sg.function: the passes above, in order, each timed (progress.py)
+    runtime.py   CompiledFunction, the names bound into a generated module, call shapes
+    explain.py   CompiledFunction.explain(): the plan as a readable report
+    oprules.py   what the compiler knows about particular ops, keyed by their records
+    progress.py  phase timings: logging.getLogger("symgrad") and a terminal progress line
+    rewrite.py   graph rewrites during folding (outer products, reuse of computed f(x))
+    nest.py      loop nests (reduce -> elementwise -> broadcast); scatter.py fused scatters
+    vecmath.py   vectorisable exp/log/sin/...; support.py scalar njit helpers
+    cuda_templates.py, cuda_runtime.py  the cuda target (numba.cuda imported only there)
 
 The plan (for a new target such as CUDA)
 ----------------------------------------

@@ -48,9 +48,10 @@ from numba.core.errors import NumbaError
 from ..feeds import bind_keywords
 from ..shapes import is_fully_known
 from . import cache
-from .function import CompiledFunction, Fallback, bind_runtime
+from .runtime import CompiledFunction, Fallback, bind_runtime
 from .cuda_templates import BLOCK, accumulator_dtype, module_source, output_mode
 from .lower import lower_kernel
+from .oprules import PLACEHOLDER, S
 from .regions import Kernel
 
 SIMULATOR = bool(config.ENABLE_CUDASIM)
@@ -303,7 +304,7 @@ class CudaDriver:
         self.placeholders = plan.graph.placeholders
         self.kernels = {k.index: getattr(module, f"_k{k.index}_cuda") for k in plan.kernels}
         self.early = [k for k in plan.kernels if not is_fully_known(k.shape) and
-                      all(i.op.name == "placeholder" or i.is_const for i in k.inputs)]
+                      all(i.op is PLACEHOLDER or i.is_const for i in k.inputs)]
         self.const_device: dict = {}
         self.reference = None        # set by compile_cuda: the reference interpreter
         self.compile_error = None    # and CompiledFunction._compile_error
@@ -395,7 +396,7 @@ class CudaDriver:
 
     def step(self, node, values: _Values) -> None:
         a = node.inputs[0] if node.inputs else None
-        if node.op.name == "matmul" and node.dtype.name in ("float32", "float64") and \
+        if node.op is S.matmul and node.dtype.name in ("float32", "float64") and \
                 all(len(i.shape) == 2 and i.dtype == node.dtype for i in node.inputs):
             values.dev[node.index] = device_matmul(values.on_device(a),
                                                    values.on_device(node.inputs[1]), node.dtype)
@@ -427,7 +428,7 @@ class CudaDriver:
 def _reduced_shape(o, sh: tuple) -> tuple:
     """The shape of a fused reduction's node, from the iteration shape ``sh``."""
     node, rank = o.node, len(sh)
-    if node.op.name == "unbroadcast":
+    if node.op is S.unbroadcast:
         lead = rank - len(node.shape)
         return tuple(1 if a in o.axes else sh[a] for a in range(lead, rank))
     if node.attrs.get("keepdims"):

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 from ..shapes import format_shape, is_fully_known
 from .lower import LoweredKernel
+from .oprules import PLACEHOLDER, STEP_FORMS, VIEWS, S, index_text
 from .nest import Nest, nest_inputs, nest_outputs, nest_source
 from .regions import Kernel, Plan, Step
 from .printer import helpers_used
-from .templates import checks_trig, loop_source, quoted, split_body_source
+from .templates import FASTMATH, checks_trig, loop_source, quoted, split_body_source
 from .vecmath import FAST
 
 PARALLEL_THRESHOLD = 1 << 15   # below this many elements a parallel kernel runs serially
 
-_VIEW_OPS = ("getitem", "transpose", "expand_dims", "reshape", "reshape_like",
-             "broadcast_like")
 
 
 def _tuple(items) -> str:
@@ -70,7 +69,8 @@ class ModuleWriter:
                 "from symgrad.compile.vecmath import (trig_in_range, "
                 + ", ".join(sorted(n for pair in FAST.values() for n in pair)) + ")",
                 *helper_imports(self.lowered), "",
-                f"FASTMATH = {_fastmath()}", "f32 = np.float32", "array = np.array", "ndarray = np.ndarray", ""]
+                f"FASTMATH = {_fastmath()}", "f32 = np.float32", "array = np.array",
+                "ndarray = np.ndarray", ""]
         parts = ["\n".join(head)]
         for unit in self.plan.units:
             if isinstance(unit, Kernel):
@@ -179,7 +179,7 @@ class ModuleWriter:
         self.placeholder_guards()
         early = [u for u in self.plan.units if isinstance(u, Kernel) and
                  not is_fully_known(u.shape) and
-                 all(i.op.name == "placeholder" or i.is_const for i in u.inputs)]
+                 all(i.op is PLACEHOLDER or i.is_const for i in u.inputs)]
         for k in early:
             self.emit(self.shape_line(k))
         for unit in self.plan.units:
@@ -238,7 +238,7 @@ class ModuleWriter:
                 fresh |= {o.node.index for o in unit.outputs}
             elif isinstance(unit, Nest):
                 fresh |= {o.node.index for k in unit.kernels for _, o in unit.written(k)}
-            elif unit.node.op.name not in _VIEW_OPS:
+            elif unit.node.op not in VIEWS:
                 fresh.add(unit.node.index)
         return fresh
 
@@ -357,7 +357,7 @@ class ModuleWriter:
     def reduced_shape(self, k: Kernel, o) -> str:
         sh = f"sh{k.index}"
         node = o.node
-        if node.op.name == "unbroadcast":
+        if node.op is S.unbroadcast:
             lead = k.rank - len(node.shape)
             return _tuple(("1" if a in o.axes else f"{sh}[{a}]") for a in range(lead, k.rank))
         if node.attrs.get("keepdims"):
@@ -368,27 +368,11 @@ class ModuleWriter:
         node = step.node
         v = f"v{node.index}"
         ins = [self.value_of(i) for i in node.inputs]
-        name, attrs = node.op.name, node.attrs
-        comment = f"  # {node.op.name} {quoted(node.name)}"
-        if name == "getitem":
-            line = f"{v} = {ins[0]}[{_key(_zero_d_view(attrs['key'], node.shape))}]"
-        elif name == "transpose":
-            line = f"{v} = {ins[0]}.transpose({attrs['perm']})"
-        elif name == "expand_dims":
-            line = f"{v} = np.expand_dims({ins[0]}, {attrs['axes']})"
-        elif name == "reshape":
-            line = f"{v} = {ins[0]}.reshape({attrs['shape']})"
-        elif name == "reshape_like":
-            line = f"{v} = {ins[0]}.reshape({ins[1]}.shape)"
-        elif name == "broadcast_like":
-            line = f"{v} = np.broadcast_to({ins[0]}, {ins[1]}.shape)"
-        elif name == "matmul" and all(i.dtype == node.dtype for i in node.inputs):
-            line = f"{v} = np.matmul({ins[0]}, {ins[1]})"
-        elif name == "cast":
-            line = f"{v} = np.asarray({ins[0]}).astype(np.{node.dtype.name})"
-        else:
-            line = f"{v} = S{node.index}({', '.join(ins)})"
-        self.emit(line + comment)
+        form = STEP_FORMS.get(node.op)
+        line = form(node, ins) if form is not None else None
+        if line is None:
+            line = f"S{node.index}({', '.join(ins)})"
+        self.emit(f"{v} = {line}  # {node.op.name} {quoted(node.name)}")
 
     def fast_path(self) -> None:
         """All-scalar float64 functions: call the scalar bodies on Python floats directly."""
@@ -403,9 +387,9 @@ class ModuleWriter:
         scalars: dict = {}
         for k in self.plan.kernels:
             lk = self.lowered[k.index]
-            args = [f"v{i.index}" if i.op.name == "placeholder" else f"e{i.index}"
+            args = [f"v{i.index}" if i.op is PLACEHOLDER else f"e{i.index}"
                     for i in k.inputs]
-            if any(i.op.name != "placeholder" and i.index not in scalars for i in k.inputs):
+            if any(i.op is not PLACEHOLDER and i.index not in scalars for i in k.inputs):
                 self.lines.pop()
                 return
             names = [f"e{s.index}" for s in lk.sources]
@@ -425,7 +409,7 @@ class ModuleWriter:
             elif o.index in scalars:
                 items.append(f"array(e{o.index})" if o.dtype.name == "float64" else
                              f"array(e{o.index}, np.{o.dtype.name})")
-            elif o.op.name == "placeholder":
+            elif o.op is PLACEHOLDER:
                 items.append(f"np.array(v{o.index}, np.{o.dtype.name})")
             else:
                 items.append(f"np.array(C{o.index}, copy=True)")
@@ -434,35 +418,9 @@ class ModuleWriter:
 
 def _output_note(o) -> str:
     if o.is_scatter:
-        return f" (+= at [{_key(o.key)}])"
+        return f" (+= at [{index_text(o.key)}])"
     return f" (sum over {o.axes})" if o.is_reduction else ""
 
 
-def _key(key: tuple) -> str:
-    parts = []
-    for k in key:
-        if k is None:
-            parts.append("None")
-        elif k is Ellipsis:
-            parts.append("...")
-        elif isinstance(k, slice):
-            parts.append(":".join("" if p is None else str(p) for p in (k.start, k.stop))
-                         + ("" if k.step is None else f":{k.step}"))
-        else:
-            parts.append(str(k))
-    if not parts:
-        return "()"
-    return ", ".join(parts)
-
-
-def _zero_d_view(key: tuple, shape: tuple) -> tuple:
-    """An index whose result is 0-d gains a trailing ``...``: numpy then returns a 0-d view
-    (an array the kernels read with ``[()]``) instead of a numpy scalar."""
-    if shape == () and Ellipsis not in key:
-        return tuple(key) + (Ellipsis,)
-    return key
-
-
 def _fastmath() -> str:
-    from .templates import FASTMATH
     return FASTMATH

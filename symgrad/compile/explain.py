@@ -33,9 +33,9 @@ from typing import Optional
 
 from ..shapes import format_shape, is_fully_known
 from .nest import Nest
+from .oprules import VIEWS
 from .regions import Kernel, Plan, Step
 
-_VIEWS = {"getitem", "transpose", "expand_dims", "reshape", "reshape_like", "broadcast_like"}
 
 
 def _value(node) -> str:
@@ -75,7 +75,7 @@ def _kernel_lines(k: Kernel, label: str) -> list:
 
 def _step_line(step: Step) -> str:
     node = step.node
-    how = "numpy view" if node.op.name in _VIEWS else "numpy"
+    how = "numpy view" if node.op in VIEWS else "numpy"
     return (f"step      {node.op.name} '{node.name}' -> {format_shape(node.shape)} ({how})")
 
 
@@ -158,7 +158,7 @@ def _temporaries(plan: Plan) -> list:
                 temps.append((o.node, _bytes(o.node)))
     for unit in plan.units:
         if isinstance(unit, Step) and id(unit.node) not in wanted and \
-                unit.node.op.name not in _VIEWS:
+                unit.node.op not in VIEWS:
             temps.append((unit.node, _bytes(unit.node)))
     return temps
 

@@ -25,10 +25,15 @@ import hashlib
 from typing import Optional
 
 import numpy as np
+import sympy as sp
 
 from ..evaluate import run_node
+from ..graph.tensor import Tensor
+from ..ops.symbols import dtype_kind, input_symbol
 from ..graph.traversal import placeholders_of, topological_order
 from ..shapes import is_fully_known
+from .oprules import CONSTANT, FILLS, IDENTITIES, PLACEHOLDER, REDUCTIONS, E, S
+from .printer import number
 from .rewrite import clone_cheap, outer_product, reuse_values
 
 FOLD_LIMIT = 1 << 20  # constants larger than this many elements are not folded
@@ -102,7 +107,7 @@ class FoldedGraph:
             else:
                 attrs = _attrs_text(node.attrs)
             lines.append(f"{node.op.name}|{[i.index for i in node.inputs]}|{node.shape}|"
-                         f"{node.dtype.str}|{node.name if node.op.name == 'placeholder' else ''}"
+                         f"{node.dtype.str}|{node.name if node.op is PLACEHOLDER else ''}"
                          f"|{attrs}")
         lines.append(f"out {[None if o is None else o.index for o in self.outputs]}")
         return "\n".join(lines)
@@ -113,49 +118,45 @@ def _attrs_text(attrs: dict) -> str:
     for key in sorted(attrs):
         value = attrs[key]
         if key == "expr":
-            import sympy as sp
             value = sp.srepr(value)
         parts.append(f"{key}={value!r}" if key != "expr" else f"{key}={value}")
     return ",".join(parts)
 
 
-_IDENTITY_OPS = ("identity", "stop_gradient")
-
-
 def _alias(tensor, inputs: list, dims) -> Optional[LNode]:
     """The input a node is an identity of, if it is one."""
-    name = tensor.op.name
-    if name in _IDENTITY_OPS:
+    op = tensor.op
+    if op in IDENTITIES:
         return inputs[0]
-    if name == "cast" and tensor.dtype == inputs[0].dtype:
+    if op is S.cast and tensor.dtype == inputs[0].dtype:
         return inputs[0]
-    if name in ("reshape", "reshape_like", "broadcast_like") and \
+    if op in (S.reshape, S.reshape_like, S.broadcast_like) and \
             is_fully_known(tensor.shape) and inputs[0].shape == tensor.shape:
         return inputs[0]
-    if name in ("unbroadcast", "reshape_like", "broadcast_like") and \
+    if op in (S.unbroadcast, S.reshape_like, S.broadcast_like) and \
             dims.resolve(inputs[0].dims) == dims.resolve(inputs[1].dims):
         return inputs[0]
-    if name == "unbroadcast_any" and dims.resolve(inputs[1].dims) == dims.resolve(inputs[2].dims):
+    if op is S.unbroadcast_any and dims.resolve(inputs[1].dims) == dims.resolve(inputs[2].dims):
         return inputs[0]   # the mask already fits: nothing is summed
-    if name == "expand_dims" and not tensor.attrs["axes"]:
+    if op is S.expand_dims and not tensor.attrs["axes"]:
         return inputs[0]
     return None
 
 
 def _fold_value(tensor, inputs: list) -> Optional[np.ndarray]:
     """The constant value of a node, when it can be known before any call."""
-    name = tensor.op.name
-    if name in ("ones_like", "zeros_like") and is_fully_known(tensor.shape):
-        fill = np.array(1 if name == "ones_like" else 0, dtype=tensor.dtype)
+    op = tensor.op
+    if op in FILLS and is_fully_known(tensor.shape):
+        fill = np.array(FILLS[op], dtype=tensor.dtype)
         return np.broadcast_to(fill, tensor.shape)
-    if name == "axis_size" and is_fully_known(inputs[0].shape):
+    if op is S.axis_size and is_fully_known(inputs[0].shape):
         return run_node(tensor, [np.broadcast_to(np.zeros((), inputs[0].dtype), inputs[0].shape)])
-    if name == "broadcast_like" and inputs[0].is_const and inputs[0].uniform is not None \
+    if op is S.broadcast_like and inputs[0].is_const and inputs[0].uniform is not None \
             and is_fully_known(tensor.shape):
         return np.broadcast_to(np.asarray(inputs[0].uniform, tensor.dtype), tensor.shape)
     if not inputs or not all(i.is_const for i in inputs):
         return None
-    if any(i.value.size > FOLD_LIMIT for i in inputs) or name == "matmul" and \
+    if any(i.value.size > FOLD_LIMIT for i in inputs) or op is S.matmul and \
             any(i.value.size > 4096 for i in inputs):
         return None
     try:
@@ -171,7 +172,7 @@ def _broadcast_uniform(node: LNode):
     """The uniform value that ``node`` (a constant or a broadcast_like of one) holds."""
     if node.is_const:
         return node.uniform
-    if node.op.name == "broadcast_like" and node.inputs[0].is_const:
+    if node.op is S.broadcast_like and node.inputs[0].is_const:
         return node.inputs[0].uniform
     return None
 
@@ -183,7 +184,7 @@ def _hoist_broadcast(tensor, inputs: list, dims: "Dims"):
     elementwise consumers read the folded scalar (``_bypass_broadcasts``) so the regions
     on both sides of the seed are not split. Returns (constant Tensor, broadcast_like
     Tensor, the LNode it broadcasts like) or None."""
-    likes = [i for i in inputs if i.op.name == "broadcast_like"]
+    likes = [i for i in inputs if i.op is S.broadcast_like]
     if not likes or any(_broadcast_uniform(i) is None for i in inputs):
         return None
     target = dims.resolve(dims.broadcast([i.dims for i in inputs]))
@@ -192,7 +193,7 @@ def _hoist_broadcast(tensor, inputs: list, dims: "Dims"):
     if like is None:
         return None
     scalars = [np.asarray(_broadcast_uniform(i), i.dtype) for i in inputs]
-    if tensor.op.name == "expr":
+    if tensor.op is E.expr:
         value = _expr_scalar(tensor, inputs, scalars)
     else:
         try:
@@ -201,8 +202,6 @@ def _hoist_broadcast(tensor, inputs: list, dims: "Dims"):
             return None
     if value is None or value.shape != ():
         return None
-    from ..graph.tensor import Tensor
-    from ..ops.sources import CONSTANT
     const = Tensor(CONSTANT, (), {"value": value}, (), tensor.dtype, tensor.name)
     op = likes[0].op
     node = Tensor(op, (const, like.tensor), {}, tensor.shape, tensor.dtype, tensor.name)
@@ -212,10 +211,6 @@ def _hoist_broadcast(tensor, inputs: list, dims: "Dims"):
 def _expr_scalar(tensor, inputs: list, scalars: list):
     """An ``expr`` node's value on scalars, by sympy (the numpy path lambdifies, which
     costs a first import of its namespace): the number lowering would inline for it."""
-    import sympy as sp
-
-    from ..ops.symbols import dtype_kind, input_symbol
-    from .lower import number
     if tensor.dtype.kind != "f":
         return None
     positional = tuple(input_symbol(k, dtype_kind(i.dtype)) for k, i in enumerate(inputs))
@@ -251,11 +246,11 @@ def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGrap
     for tensor in order:
         if id(tensor) in made:
             continue
-        if tensor.op.name == "constant":
+        if tensor.op is CONSTANT:
             made[id(tensor)] = _intern(seen, LNode(tensor, tensor.op, (), {},
                                                    value=tensor.attrs["value"]))
             continue
-        if tensor.op.name == "placeholder":
+        if tensor.op is PLACEHOLDER:
             made[id(tensor)] = LNode(tensor, tensor.op, (), {})
             made[id(tensor)].dims = dims.fresh(tensor.shape)
             continue
@@ -277,7 +272,6 @@ def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGrap
                 continue
         value = _fold_value(tensor, inputs)
         if value is not None:
-            from ..ops.sources import CONSTANT
             node = LNode(tensor, CONSTANT, (), {}, value=np.asarray(value, tensor.dtype))
         else:
             node = outer_product(tensor, inputs, lambda op, ins: LNode(tensor, op, ins, {}))
@@ -293,8 +287,7 @@ def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGrap
     for node in order:
         for i in node.inputs:
             consumers.setdefault(id(i), []).append(node)
-    from ..ops.elementwise import expr
-    changed = reuse_values(order, consumers, expr)
+    changed = reuse_values(order, consumers, E.expr)
     consumers = {}
     for node in order:
         for i in node.inputs:
@@ -352,26 +345,26 @@ class Dims:
         return tuple(out)
 
     def infer(self, node: "LNode") -> tuple:
-        name, attrs = node.op.name, node.attrs
+        op, attrs = node.op, node.attrs
         ins = [i.dims for i in node.inputs]
         if node.kind == "elementwise":
             result = self.broadcast(ins)
             if len(result) == len(node.shape):
                 return result
-        elif name in ("unbroadcast", "broadcast_like", "reshape_like", "getitem_grad"):
+        elif op in (S.unbroadcast, S.broadcast_like, S.reshape_like, S.getitem_grad):
             return ins[1]
-        elif name == "unbroadcast_any":
+        elif op is S.unbroadcast_any:
             return ins[2]
-        elif name in ("cast", "prod_others"):
+        elif op in (S.cast, S.prod_others):
             return ins[0]
-        elif name == "transpose":
+        elif op is S.transpose:
             return tuple(ins[0][p] for p in attrs["perm"])
-        elif name == "expand_dims":
+        elif op is S.expand_dims:
             out = list(ins[0])
             for a in sorted(attrs["axes"]):
                 out.insert(a, 1)
             return tuple(out)
-        elif name in ("reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min"):
+        elif op in REDUCTIONS:
             axes = attrs["axes"]
             if attrs["keepdims"]:
                 return tuple(1 if j in axes else d for j, d in enumerate(ins[0]))
@@ -386,7 +379,7 @@ def _bypass_broadcasts(inputs: list, dims: "Dims") -> list:
     target = dims.broadcast([i.dims for i in inputs])
     out = list(inputs)
     for k, node in enumerate(inputs):
-        while node.op.name == "broadcast_like":
+        while node.op is S.broadcast_like:
             trial = out[:k] + [node.inputs[0]] + out[k + 1:]
             if len(target) != len(dims.broadcast([i.dims for i in trial])) or \
                     dims.resolve(dims.broadcast([i.dims for i in trial])) != dims.resolve(target):
@@ -409,7 +402,7 @@ def _intern(seen: dict, node: LNode) -> LNode:
             return node
         key = ("const", node.value.dtype.str, node.value.shape, node.value.tobytes())
     else:
-        key = (node.op.name, tuple(id(i) for i in node.inputs), node.dtype.str, node.shape,
+        key = (node.op, tuple(id(i) for i in node.inputs), node.dtype.str, node.shape,
                _attrs_key(node.attrs))
     return seen.setdefault(key, node)
 

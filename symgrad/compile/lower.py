@@ -13,16 +13,14 @@ one ``sympy.cse(..., order="none")`` over all of them (values and gradients toge
 
 from __future__ import annotations
 
-import keyword
 import re
 from dataclasses import dataclass
 from typing import Optional
 
-import numpy as np
 import sympy as sp
 
 from ..ops.symbols import dtype_kind, input_symbol
-from .printer import ZERO
+from .printer import ZERO, number
 from .regions import Kernel
 
 _RESERVED = re.compile(r"^([inotvscruq]\d+|c|nc|lo|hi|math|np|numba|prange|f32|acc\d*|"
@@ -57,29 +55,6 @@ def _symbol(name: str, dtype) -> sp.Symbol:
     if kind == "i":
         return sp.Symbol(name, integer=True)
     return sp.Symbol(name)
-
-
-def number(value, keep_zero: bool = True) -> sp.Basic:
-    """A uniform constant as a sympy number (exact integers where the value is one).
-
-    Exact folding may never drop a NaN: a float 0 becomes the symbol ``ZERO`` (printed
-    ``0.0``), so sympy cannot fold ``0*x**-1`` to 0 (IEEE: NaN at ``x = 0``). Integers have
-    no NaN and stay exact; ``keep_zero=False`` is for formulas over numbers only, where
-    sympy's own arithmetic keeps ``0*oo`` NaN."""
-    if isinstance(value, (bool, np.bool_)):
-        return sp.true if value else sp.false
-    if isinstance(value, (int, np.integer)):
-        return sp.Integer(int(value))
-    value = float(value)
-    if value == 0.0 and keep_zero:
-        return ZERO
-    if value.is_integer() and abs(value) < 2**53:
-        return sp.Integer(int(value))
-    if np.isnan(value):
-        return sp.nan
-    if np.isinf(value):
-        return sp.oo if value > 0 else -sp.oo
-    return sp.Float(value)
 
 
 def kernel_float_dtype(kernel: Kernel) -> str:

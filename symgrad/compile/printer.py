@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
 import sympy as sp
 
 from .vecmath import FAST
@@ -33,6 +34,29 @@ ZERO = sp.Symbol("0.0", real=True)
 ``0*e`` to 0 even where ``e`` is infinite or NaN (``0*x**-1`` at ``x = 0``), which IEEE
 arithmetic, numpy and TensorFlow do not; as a symbol it is never folded away and prints
 as the typed literal ``0.0``."""
+
+
+def number(value, keep_zero: bool = True) -> sp.Basic:
+    """A uniform constant as a sympy number (exact integers where the value is one).
+
+    Exact folding may never drop a NaN: a float 0 becomes the symbol ``ZERO`` (printed
+    ``0.0``), so sympy cannot fold ``0*x**-1`` to 0 (IEEE: NaN at ``x = 0``). Integers have
+    no NaN and stay exact; ``keep_zero=False`` is for formulas over numbers only, where
+    sympy's own arithmetic keeps ``0*oo`` NaN."""
+    if isinstance(value, (bool, np.bool_)):
+        return sp.true if value else sp.false
+    if isinstance(value, (int, np.integer)):
+        return sp.Integer(int(value))
+    value = float(value)
+    if value == 0.0 and keep_zero:
+        return ZERO
+    if value.is_integer() and abs(value) < 2**53:
+        return sp.Integer(int(value))
+    if np.isnan(value):
+        return sp.nan
+    if np.isinf(value):
+        return sp.oo if value > 0 else -sp.oo
+    return sp.Float(value)
 
 
 @dataclass(frozen=True)

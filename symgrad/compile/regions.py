@@ -18,9 +18,9 @@ from typing import Optional
 
 from ..errors import CompileError
 from .fold import FoldedGraph, LNode
+from .oprules import FUSED_REDUCTIONS, S
 from .scatter import fusable_scatter, pure_sum
 
-FUSED_REDUCTIONS = ("reduce_sum", "reduce_mean", "unbroadcast")
 
 
 @dataclass
@@ -138,11 +138,11 @@ def _unbroadcast_axes(g_shape: tuple, like_shape: tuple) -> Optional[tuple]:
 def reduction_axes(node: LNode) -> Optional[tuple]:
     """The axes a fusable reduction sums over its input, or None if it cannot be fused."""
     src = node.inputs[0]
-    if node.op.name == "unbroadcast":
+    if node.op is S.unbroadcast:
         return _unbroadcast_axes(src.dims, node.inputs[1].dims)
-    if node.op.name == "reduce_mean" and src.dtype.kind != "f":
+    if node.op is S.reduce_mean and src.dtype.kind != "f":
         return None
-    if node.op.name == "reduce_sum" and src.dtype.kind not in "fiub":
+    if node.op is S.reduce_sum and src.dtype.kind not in "fiub":
         return None
     return tuple(node.attrs["axes"])
 
@@ -224,10 +224,10 @@ class _Grower:
         for node in self.graph.order:
             if _elementwise(node):
                 self._place(node)
-            elif node.op.name in FUSED_REDUCTIONS and self.in_region(node.inputs[0]) \
+            elif node.op in FUSED_REDUCTIONS and self.in_region(node.inputs[0]) \
                     and reduction_axes(node) is not None:
                 self.fuse(node, self.region[id(node.inputs[0])])
-            elif self.scatter and node.op.name == "getitem_grad" and \
+            elif self.scatter and node.op is S.getitem_grad and \
                     self.in_region(node.inputs[0]) and \
                     fusable_scatter(node, node.inputs[0].dims):
                 self.fuse(node, self.region[id(node.inputs[0])])
@@ -377,12 +377,12 @@ def _kernel_io(kernel: Kernel, graph: FoldedGraph, unit_of: dict, wanted: set,
         stored = id(node) in wanted
         for c in consumers:
             if id(c) in fused and unit_of.get(id(c)) is kernel and \
-                    c.op.name == "getitem_grad":
+                    c.op is S.getitem_grad:
                 kernel.outputs.append(KernelOutput(_buffer(c, grower.buffer_of), node,
                                                    key=c.attrs["key"], like=c.inputs[1]))
             elif id(c) in fused and unit_of.get(id(c)) is kernel:
                 kernel.outputs.append(KernelOutput(
-                    c, node, reduction_axes(c), c.op.name == "reduce_mean"))
+                    c, node, reduction_axes(c), c.op is S.reduce_mean))
             elif unit_of.get(id(c)) is not kernel:
                 stored = True
         if stored:

@@ -25,25 +25,25 @@ from typing import Optional
 import sympy as sp
 
 from ..ops.symbols import dtype_kind, input_symbol
+from .oprules import CHEAP_VIEWS, PLACEHOLDER, E, S
+from .printer import number
 
 
 def outer_product(tensor, inputs: list, make) -> Optional[object]:
     """The elementwise ``a * b`` standing for ``matmul(a, b)`` when the inner length is 1
     (``make(op, inputs)`` builds the LNode), else None."""
-    if tensor.op.name != "matmul" or len(inputs) != 2:
+    if tensor.op is not S.matmul or len(inputs) != 2:
         return None
     a, b = inputs
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != 1 or b.shape[0] != 1:
         return None
     if not (a.dtype == b.dtype == tensor.dtype) or tensor.dtype.kind != "f":
         return None
-    from ..ops.elementwise import multiply
-    return make(multiply, [a, b])
+    return make(E.multiply, [a, b])
 
 
 def _formula(node, symbols: list) -> sp.Expr:
     """The node's sympy form over ``symbols`` (uniform constant inputs inlined)."""
-    from .lower import number
     args = [number(i.uniform) if i.is_const and i.uniform is not None else s
             for i, s in zip(node.inputs, symbols)]
     positional = tuple(input_symbol(k, dtype_kind(i.dtype)) for k, i in enumerate(node.inputs))
@@ -80,47 +80,53 @@ def _slot(k: int) -> sp.Dummy:
     return _SLOTS[k]
 
 
+def _pattern_table(i, k: int, consumers: dict) -> dict:
+    """{formula over slot k: [(position, consumer)]} of the unary consumers of ``i``
+    worth reading back (see ``_expensive``)."""
+    table: dict = {}
+    for pos, t in enumerate(_unary_consumers(i, consumers)):
+        pattern = _formula(t, [_slot(k) for _ in t.inputs])
+        if _expensive(pattern):
+            table.setdefault(pattern, []).append((pos, t))
+    return table
+
+
 def reuse_values(order: list, consumers: dict, expr_op) -> int:
     """Rewrite elementwise nodes in place to read computed ``f(x)`` instead of
     recomputing it; returns how many nodes changed (the caller re-sorts the graph).
 
-    Linear in the graph: each candidate's pattern is built once per input slot, and a
-    node's formula is searched through the set of its subexpressions."""
-    changed, unary = 0, {}   # unary: id(input) -> its unary consumers (wide fan-outs)
-    patterns: dict = {}   # (id(t), k) -> t's formula over slot k, or None if not worth it
+    Linear in the graph: the patterns of an input's consumers are built once per input
+    slot, and a node looks its formula's subexpressions up in them."""
+    changed = 0
+    tables: dict = {}     # id(i) -> {k: _pattern_table(i, k)}
     for node in order:
         if node.kind != "elementwise" or node.is_const or node.dtype.kind != "f":
             continue
         inputs = list(node.inputs)
-        candidates, seen = [], {id(node)}
-        for k, i in enumerate(inputs):
-            if id(i) not in unary:
-                unary[id(i)] = _unary_consumers(i, consumers)
-            for t in unary[id(i)]:
-                if id(t) not in seen and t.dtype == node.dtype:
-                    seen.add(id(t))
-                    candidates.append((t, k))
-        if not candidates:
-            continue
         symbols = [_slot(k) for k in range(len(inputs))]
         formula = _formula(node, symbols)
         inside = set(sp.preorder_traversal(formula))
-        for t, k in candidates:
-            key = (id(t), k)
-            if key not in patterns:
-                pattern = _formula(t, [_slot(k) for _ in t.inputs])
-                patterns[key] = pattern if _expensive(pattern) else None
-            pattern = patterns[key]
-            if pattern is None or pattern not in inside:
+        matches, seen = [], {id(node)}
+        for k, i in enumerate(node.inputs):
+            by_slot = tables.setdefault(id(i), {})
+            if k not in by_slot:
+                by_slot[k] = _pattern_table(i, k, consumers)
+            table = by_slot[k]
+            for e in inside:
+                for pos, t in table.get(e, ()):
+                    if id(t) not in seen and t.dtype == node.dtype:
+                        seen.add(id(t))
+                        matches.append((k, pos, t, e))
+        for _, _, t, pattern in sorted(matches, key=lambda m: m[:2]):
+            if not formula.has(pattern):
                 continue
             symbols.append(_slot(len(inputs)))
             inputs.append(t)
             formula = formula.xreplace({pattern: symbols[-1]})
-            inside = set(sp.preorder_traversal(formula))
         if len(inputs) == len(node.inputs):
             continue
-        for i in node.inputs:   # node is no longer a unary consumer of its old inputs
-            unary.pop(id(i), None)
+        for i in node.inputs:   # node's pattern as a consumer of its old inputs is stale
+            tables.pop(id(i), None)
         _set_expr(node, inputs, symbols, formula, expr_op)
         changed += 1
     return changed
@@ -139,15 +145,14 @@ def _set_expr(node, inputs: list, symbols: list, formula: sp.Expr, expr_op) -> N
                   "dtype": node.dtype}
 
 
-_VIEWS = ("getitem", "expand_dims", "transpose", "reshape")
 CHEAP_OPS = 4   # at most this many arithmetic operations make a node cheap to recompute
 
 
 def _cheap_read(node) -> bool:
     """A placeholder, a constant, or a numpy view of a placeholder (small to read)."""
-    while node.op.name in _VIEWS:
+    while node.op in CHEAP_VIEWS:
         node = node.inputs[0]
-    return node.op.name == "placeholder" or node.is_const
+    return node.op is PLACEHOLDER or node.is_const
 
 
 def _expands(node, i) -> bool:
@@ -158,9 +163,9 @@ def _expands(node, i) -> bool:
 
 def clone_cheap(order: list, consumers: dict, make) -> int:
     """Give every consumer but the first its own copy of a cheap elementwise node that
-    broadcasts placeholders up (``P[:, None] - P[None]``): a consumer in another kernel then recomputes
-    it from the small inputs instead of the first kernel storing a large array (copies in
-    one kernel are merged again by cse). ``make(node)`` copies a node."""
+    broadcasts placeholders up (``P[:, None] - P[None]``): a consumer in another kernel
+    then recomputes it from the small inputs instead of the first kernel storing a large
+    array (copies in one kernel are merged again by cse). ``make(node)`` copies a node."""
     changed = 0
     for node in order:
         users = consumers.get(id(node), [])

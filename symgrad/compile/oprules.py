@@ -1,0 +1,78 @@
+"""What the compiler knows about particular ops, in tables keyed by their records
+(``symgrad/ops``), never by name: which ops only move data (numpy views), which
+reductions fuse into a kernel, which are identities, and how a step is emitted.
+
+>>> from symgrad.ops import structural as S
+>>> S.transpose in VIEWS, S.matmul in VIEWS, S.reduce_sum in FUSED_REDUCTIONS
+(True, False, True)
+"""
+
+from __future__ import annotations
+
+from ..ops import elementwise as E
+from ..ops import structural as S
+from ..ops.sources import CONSTANT, PLACEHOLDER
+
+__all__ = ["CONSTANT", "PLACEHOLDER", "E", "S", "VIEWS", "FUSED_REDUCTIONS", "IDENTITIES",
+           "REDUCTIONS", "FILLS", "CHEAP_VIEWS", "STEP_FORMS", "index_text"]
+
+VIEWS = frozenset({S.getitem, S.transpose, S.expand_dims, S.reshape, S.reshape_like,
+                   S.broadcast_like})
+"""Steps numpy runs as views (no copy; outputs that are views are copied on return)."""
+
+CHEAP_VIEWS = frozenset({S.getitem, S.expand_dims, S.transpose, S.reshape})
+"""Views through which a value still counts as a cheap read of its source."""
+
+FUSED_REDUCTIONS = frozenset({S.reduce_sum, S.reduce_mean, S.unbroadcast})
+"""Sums a kernel accumulates as outputs of its loop (static axes)."""
+
+REDUCTIONS = frozenset({S.reduce_sum, S.reduce_mean, S.reduce_prod, S.reduce_max,
+                        S.reduce_min})
+"""Ops with ``axes``/``keepdims`` attributes whose dims drop or keep reduced axes."""
+
+IDENTITIES = frozenset({E.identity, E.stop_gradient})
+"""Ops whose value is their input's (the compiled graph reads the input)."""
+
+FILLS = {E.ones_like: 1, E.zeros_like: 0}
+"""Ops whose value is one number broadcast to their shape."""
+
+
+def index_text(key: tuple) -> str:
+    parts = []
+    for k in key:
+        if k is None:
+            parts.append("None")
+        elif k is Ellipsis:
+            parts.append("...")
+        elif isinstance(k, slice):
+            parts.append(":".join("" if p is None else str(p) for p in (k.start, k.stop))
+                         + ("" if k.step is None else f":{k.step}"))
+        else:
+            parts.append(str(k))
+    return ", ".join(parts) if parts else "()"
+
+
+def _getitem(node, ins: list) -> str:
+    key = tuple(node.attrs["key"])
+    if node.shape == () and Ellipsis not in key:
+        key += (Ellipsis,)   # a 0-d view (kernels read it with [()]), not a numpy scalar
+    return f"{ins[0]}[{index_text(key)}]"
+
+
+def _matmul(node, ins: list):
+    if all(i.dtype == node.dtype for i in node.inputs):
+        return f"np.matmul({ins[0]}, {ins[1]})"
+    return None
+
+
+STEP_FORMS = {
+    S.getitem: _getitem,
+    S.transpose: lambda node, ins: f"{ins[0]}.transpose({node.attrs['perm']})",
+    S.expand_dims: lambda node, ins: f"np.expand_dims({ins[0]}, {node.attrs['axes']})",
+    S.reshape: lambda node, ins: f"{ins[0]}.reshape({node.attrs['shape']})",
+    S.reshape_like: lambda node, ins: f"{ins[0]}.reshape({ins[1]}.shape)",
+    S.broadcast_like: lambda node, ins: f"np.broadcast_to({ins[0]}, {ins[1]}.shape)",
+    S.matmul: _matmul,
+    S.cast: lambda node, ins: f"np.asarray({ins[0]}).astype(np.{node.dtype.name})",
+}
+"""How the cpu driver writes a step as one numpy line (None: call the reference)."""

@@ -1,0 +1,199 @@
+"""What a compiled function runs with: ``CompiledFunction`` (the callable and its plan),
+the names bound into a generated module (``bind_runtime``), and the call-time shape
+rules (``iteration_shape``). Shared by the cpu targets (``function.py``) and the cuda
+target (``cuda_runtime.py``)."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+import numpy as np
+
+from ..errors import CompileError, FeedError, ShapeError
+from ..evaluate import evaluate, run_node
+from ..feeds import bind_keywords, check_feed
+from ..graph.tensor import Tensor
+from ..shapes import format_shape
+from .explain import explain
+from .lower import lower_kernel
+from .regions import Kernel, Plan, Step
+
+
+class CompiledFunction:
+    """A compiled graph: ``f(*arrays)``; ``f.source``, ``f.sympy``, ``f.plan``,
+    ``f.explain()``."""
+
+    def __init__(self, inputs, outputs, target, plan, module, source, key, single):
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.target = target
+        self.plan = plan
+        self.module = module
+        self.source = source
+        self.key = key
+        self._single = single
+        self._run = module.run
+        self._sympy = None
+
+    def __call__(self, *args):
+        return self._run(*args)
+
+    def _reference(self, args: tuple):
+        """The reference interpreter, for calls that break an assumption of the plan."""
+        if any(_is_dask(a) for a in args):       # dask arrays: symgrad.distributed
+            from ..distributed import call_dask   # distributed builds on this module
+            return call_dask(self, args)
+        outputs = self.outputs[0] if self._single else self.outputs
+        if len(args) != len(self.inputs):
+            self._run(*args)
+        return evaluate(outputs, dict(zip(self.inputs, args)))
+
+    def __reduce__(self):
+        """Pickles by graph and key, rebuilt once per process (symgrad/distributed)."""
+        from ..distributed.pickling import reduce_function   # builds on this module
+        return reduce_function(self)
+
+    @property
+    def sympy(self) -> list:
+        """Per kernel, {output name: the sympy expression of that output}."""
+        if self._sympy is None:
+            self._sympy = []
+            for kernel in self.plan.kernels:
+                lowered = lower_kernel(kernel)
+                exprs = dict(zip(lowered.sources, lowered.exprs))
+                self._sympy.append({o.node.name: exprs[o.source] for o in kernel.outputs})
+        return self._sympy
+
+    def explain(self) -> str:
+        """A readable report of the plan: each kernel or step with its ops, loop shape,
+        reads and writes; every temporary with its bytes; the rule behind each fusion
+        boundary (see ``compile/explain.py`` and docs/compiler.md)."""
+        return explain(self.plan, self.target, self.inputs)
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        printer.text(repr(self) if cycle else repr(self) + "\n" + self.explain())
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(repr(self))}\n{html.escape(self.explain())}</pre>"
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{p.name}: {p.dtype.name}{format_shape(p.shape)}" for p in self.inputs)
+        outs = ", ".join("None" if o is None else repr(o.name) for o in self.outputs)
+        return (f"<sg.function target={self.target!r} inputs=({ins}) outputs=[{outs}] "
+                f"kernels={len(self.plan.kernels)}>")
+
+    def _compile_error(self, exc: Exception) -> CompileError:
+        lines = self.source.splitlines()
+        shown = []
+        for match in re.finditer(r"symgrad_gen_\w+\.py\", line (\d+)", str(exc)):
+            n = int(match.group(1))
+            if 0 < n <= len(lines):
+                kernel = next((lines[k] for k in range(n - 1, -1, -1)
+                               if lines[k].startswith("# kernel")), "")
+                shown.append(f"  line {n}: {lines[n - 1].strip()}\n  in {kernel[2:]}")
+        where = "\n".join(dict.fromkeys(shown)) or "  (no generated line was named)"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return CompileError(f"sg.function: numba could not compile the generated code:\n"
+                            f"{where}\n  numba: {first}\n  module: {self.module.__file__}")
+
+
+def _numba_errors() -> tuple:
+    from numba.core.errors import NumbaError
+    return (NumbaError,)
+
+
+def bind_runtime(module, plan: Plan, inputs: list) -> None:
+    """Bind what the generated driver uses but cannot print."""
+    import numba
+
+    names = ", ".join(p.name for p in inputs)
+    context = f"f({names})"
+    ns = module.__dict__
+    ns["NTHREADS"] = numba.get_num_threads()
+    for k, p in enumerate(plan.graph.placeholders):
+        ns[f"D{k}"] = p.dtype
+    for node in plan.graph.order:
+        if node.is_const:
+            ns[f"C{node.index}"] = node.value
+    for unit in plan.units:
+        if isinstance(unit, Step):
+            ns[f"S{unit.node.index}"] = _step(unit.node.tensor)
+    placeholders = plan.graph.placeholders
+
+    def check_(k: int, value: Any) -> np.ndarray:
+        if _is_dask(value):      # run again by reference_, which hands it to dask
+            raise Fallback()
+        p = placeholders[k]
+        try:
+            return check_feed(p.tensor, value, context)
+        except FeedError as exc:
+            message = str(exc).replace(f"placeholder '{p.name}'",
+                                       f"argument '{p.name}' (placeholder '{p.name}')", 1)
+            raise FeedError(message) from None
+
+    def arity_(args: tuple) -> None:
+        raise FeedError(f"{context}: expected {len(placeholders)} arguments "
+                        f"({names or 'none'}), got {len(args)}")
+
+    kernels = {k.index: k for k in plan.kernels}
+
+    def bshape_(index: int, *shapes) -> tuple:
+        kernel = kernels[index]
+        return iteration_shape(kernel, shapes, context)
+
+    def bind_(args: tuple, kwargs: dict) -> tuple:
+        return bind_keywords([p.tensor for p in placeholders], args, kwargs)
+
+    ns.update(check_=check_, arity_=arity_, bshape_=bshape_, fallback_=fallback_, bind_=bind_,
+              Fallback_=Fallback, NumbaError_=_numba_errors()[0])
+
+
+class Fallback(Exception):
+    """Raised by the driver when a call breaks an assumption of the plan (two unknown
+    lengths that the plan took as equal are not): the call runs the reference path."""
+
+
+def iteration_shape(kernel: Kernel, shapes: tuple, context: str) -> tuple:
+    """The runtime iteration shape of a kernel, or a ShapeError naming its inputs.
+
+    Inputs read directly along a symbolic axis must have exactly its length (a length 1
+    that would broadcast raises Fallback); other unknown lengths broadcast as numpy does.
+    """
+    it = kernel.dims
+    rank = len(it)
+    out = [d if not isinstance(d, str) else None for d in it]
+    for node, shape in zip(kernel.inputs, shapes):
+        lead = rank - len(shape)
+        for p, a in enumerate(shape):
+            j = lead + p
+            d = node.dims[p]
+            direct = isinstance(d, str) and d == it[j]
+            if not direct and a == 1:
+                continue
+            if out[j] is None:
+                out[j] = a
+            elif out[j] != a:
+                if direct and (a == 1 or out[j] == 1):
+                    raise Fallback()
+                described = ", ".join(f"'{i.name}' {tuple(s)}" for i, s in
+                                      zip(kernel.inputs, shapes))
+                raise ShapeError(f"{context}: the arguments give shapes that cannot be broadcast"
+                                 f" together: {described}")
+    return tuple(1 if d is None else d for d in out)
+
+
+def _is_dask(value: Any) -> bool:
+    """A dask collection (checked without importing dask)."""
+    return hasattr(type(value), "__dask_graph__")
+
+
+def fallback_() -> None:
+    raise Fallback()
+
+
+def _step(tensor: Tensor):
+    def run(*args):
+        return run_node(tensor, list(args))
+    return run
