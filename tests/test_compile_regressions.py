@@ -151,3 +151,39 @@ def test_zero_stays_exact_where_no_nan_can_arise():
     lowered = lower_kernel(build_plan(fold_graph([y, sg.gradients(y, x)[0]], [x])).kernels[0])
     text = " ".join(str(e) for e in lowered.results + [e for _, e in lowered.replacements])
     assert "0.0 <" not in text and "> 0.0" not in text    # comparisons use the exact 0
+
+
+BOOL_OPERANDS = {  # a computed bool used as a number is numpy's 0/1 (was "Relational cannot
+    # be used in Add", the fuzzer's class "bool-operand")
+    "add": lambda b, c, y: b + y,
+    "multiply": lambda b, c, y: b * y,
+    "compare": lambda b, c, y: sg.greater_equal(b, y),
+    "ceil": lambda b, c, y: sg.ceil(b),
+    "logaddexp": lambda b, c, y: sg.logaddexp(b, y),
+    "and-plus": lambda b, c, y: sg.logical_and(b, c) + y,
+    "where-value": lambda b, c, y: sg.where(c, b, y),
+    "where-cond": lambda b, c, y: sg.where(b, c, b),
+    "maximum": lambda b, c, y: sg.maximum(b, c),
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", sorted(BOOL_OPERANDS))
+def test_bool_operand_is_zero_or_one(name, target):
+    x, y = sg.placeholder("x", (5,)), sg.placeholder("y", (5,))
+    out = BOOL_OPERANDS[name](x > 0.1, y < 0.5, y)
+    args = [np.array([-1., 0.1, 0.5, 2., -0.3]), np.array([1., 2., 0.3, -3., 0.5])]
+    f = agree([x, y], [out], args, target)
+    assert f(*args)[0].dtype == sg.evaluate([out], dict(zip([x, y], args)))[0].dtype
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bool_operand_gradient(target):
+    """The 0/1 of a comparison is a constant to the gradient; the other factor is not."""
+    x, y = sg.placeholder("x", (4,)), sg.placeholder("y", (4,))
+    loss = sg.reduce_sum((sg.add(x > 0.0, x) * y) * sg.ceil(y < 1.0))
+    args = [np.array([-1., 0.5, 2., 0.]), np.array([0.2, 3., -1., 0.9])]
+    f = agree([x, y], sg.gradients(loss, [x, y]), args, target)
+    gx, gy = f(*args)
+    np.testing.assert_allclose(gx, args[1] * (args[1] < 1.0))
+    np.testing.assert_allclose(gy, ((args[0] > 0) + args[0]) * (args[1] < 1.0))

@@ -13,11 +13,14 @@ one ``sympy.cse(..., order="none")`` over all of them (values and gradients toge
 
 from __future__ import annotations
 
+import itertools
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Optional
 
 import sympy as sp
+from sympy.utilities.exceptions import SymPyDeprecationWarning
 
 from ..ops.symbols import dtype_kind, input_symbol
 from .printer import ZERO, number
@@ -89,8 +92,8 @@ def region_exprs(kernel: Kernel) -> tuple:
             else:
                 args.append(number(i.uniform))
         positional = tuple(input_symbol(k, dtype_kind(i.dtype)) for k, i in enumerate(node.inputs))
-        formula = node.op.formula(positional, node.attrs)
-        expr = _exact_in_comparisons(sp.sympify(formula).xreplace(dict(zip(positional, args))))
+        formula = sp.sympify(node.op.formula(positional, node.attrs))
+        expr = _exact_in_comparisons(_substitute(formula, positional, args))
         tree_size = 1 + sum(size.get(id(i), 1) for i in node.inputs)
         if tree_size > INLINE_LIMIT and not expr.is_Atom:
             symbol = _symbol(f"u{len(bound)}", node.dtype)
@@ -99,6 +102,45 @@ def region_exprs(kernel: Kernel) -> tuple:
         value[id(node)] = expr
         size[id(node)] = tree_size
     return symbols, value, bound
+
+
+def _substitute(formula: sp.Basic, positional: tuple, args: list) -> sp.Basic:
+    """``formula`` over the region's values. A computed bool (a comparison, ``And``, ..)
+    used as a number (``b + x``, ``b >= x``, ``ceil(b)``) is numpy's 0/1: sympy refuses a
+    Boolean in arithmetic, so there it becomes ``Piecewise((1, b), (0, True))`` (the fewest
+    such bools that make a well-formed expression; where a bool is a condition it stays)."""
+    flags = [k for k, a in enumerate(args) if _as_number(a) is not a]
+    for count in range(len(flags) + 1):
+        for chosen in itertools.combinations(flags, count):
+            values = [_as_number(a) if k in chosen else a for k, a in enumerate(args)]
+            try:
+                with warnings.catch_warnings():   # Add(And(..), x): rejected just below
+                    warnings.simplefilter("ignore", SymPyDeprecationWarning)
+                    expr = formula.xreplace(dict(zip(positional, values)))
+            except TypeError:
+                continue
+            if count == len(flags) or _well_formed(expr):
+                return expr
+    return formula.xreplace(dict(zip(positional, args)))   # raises sympy's own error
+
+
+def _well_formed(expr: sp.Basic) -> bool:
+    """No Boolean is an argument of arithmetic (sympy allows ``Add(And(..), x)``, deprecated)."""
+    for sub in sp.preorder_traversal(expr):
+        if isinstance(sub, sp.Expr) and not isinstance(sub, sp.Piecewise) and any(
+                isinstance(a, sp.logic.boolalg.Boolean) and not isinstance(a, sp.Expr)
+                for a in sub.args):
+            return False
+    return True
+
+
+def _as_number(value: sp.Basic) -> sp.Basic:
+    """A bool value as the number 0 or 1 (other values unchanged)."""
+    if isinstance(value, sp.logic.boolalg.BooleanAtom):
+        return sp.S.One if value else sp.S.Zero
+    if isinstance(value, sp.Basic) and not isinstance(value, sp.Expr):
+        return sp.Piecewise((sp.S.One, value), (sp.S.Zero, True))
+    return value
 
 
 def _exact_in_comparisons(expr: sp.Basic) -> sp.Basic:
