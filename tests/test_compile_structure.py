@@ -11,9 +11,6 @@ import symgrad.compile as compile_package
 from symgrad.ops.registry import REGISTRY
 
 COMPILE = Path(compile_package.__file__).parent
-# modules of the kernels topic (op names and the regions <-> nest/gather imports),
-# converted when that topic next changes them
-NOT_YET = {"nest.py", "scatter.py", "gather.py"}
 
 
 def _modules() -> dict:
@@ -27,8 +24,6 @@ def test_no_op_is_matched_by_name():
         rf"\bname\s*(==|!=)\s*[\"']({names})[\"']|[\"']({names})[\"']\s*(==|!=)")
     found = []
     for name, text in _modules().items():
-        if name in NOT_YET:
-            continue
         for n, line in enumerate(text.splitlines(), 1):
             code = line.split("#", 1)[0]
             if pattern.search(code):
@@ -69,7 +64,5 @@ def _cycles(graph: dict) -> list:
 def test_no_import_cycle_in_compile():
     graph = {name[:-3]: _imports(text) for name, text in _modules().items()}
     graph.pop("__init__", None)
-    cycles = [c for c in _cycles(graph)
-              if not {"nest", "scatter", "gather"} & set(c)]   # the kernels topic
-    assert cycles == []
+    assert _cycles(graph) == []
     assert _cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b", "a"]]

@@ -57,12 +57,13 @@ def compile_counts(kind: str, size: int) -> tuple:
     from benchmarks.compile_scaling import build
     from symgrad.compile.fold import fold_graph
     from symgrad.compile.lower import lower_kernel
+    from symgrad.compile.nest import nest_plan
     from symgrad.compile.regions import build_plan
 
     x, y = build(sg, kind, size)
     (g,) = sg.gradients(y, x)
     graph = fold_graph([y, g], [x])
-    lowered = [lower_kernel(k) for k in build_plan(graph, scatter=True, nested=True).kernels]
+    lowered = [lower_kernel(k) for k in nest_plan(build_plan(graph, scatter=True)).kernels]
     ops = sum(sp.count_ops(e) for k in lowered for e in k.exprs)
     ops += sum(sp.count_ops(r[1]) for k in lowered for r in k.replacements)
     return len(topological_order([y, g])), len(graph.order), ops

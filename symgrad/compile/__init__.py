@@ -16,7 +16,8 @@ Pipeline (one module per job)::
     oprules.py   what the compiler knows about particular ops, keyed by their records
     progress.py  phase timings: logging.getLogger("symgrad") and a terminal progress line
     rewrite.py   graph rewrites during folding (outer products, reuse of computed f(x))
-    nest.py      loop nests (reduce -> elementwise -> broadcast); scatter.py fused scatters
+    nest.py      nest_plan(plan) -> Plan: loop nests (reduce -> elementwise -> broadcast)
+    scatter.py   fused scatters; gather.py stencil adjoints as gathers; access.py InputAccess
     vecmath.py   vectorisable exp/log/sin/...; support.py scalar njit helpers
     cuda_templates.py, cuda_runtime.py  the cuda target (numba.cuda imported only there)
 

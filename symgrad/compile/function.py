@@ -21,6 +21,7 @@ from . import cache
 from .driver import ModuleWriter
 from .fold import fold_graph
 from .lower import lower_kernel
+from .nest import nest_plan
 from .oprules import PLACEHOLDER
 from .printer import MATH_MODES
 from .progress import Phases
@@ -72,7 +73,9 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
     with phases.phase("fold"):
         graph = fold_graph(outputs, inputs)
     with phases.phase("plan"):   # cuda runs getitem_grad as steps and has no loop nests
-        plan = build_plan(graph, scatter=target != "cuda", nested=target != "cuda")
+        plan = build_plan(graph, scatter=target != "cuda")
+        if target != "cuda":
+            plan = nest_plan(plan)
     text = "\n".join([graph.canonical(), target, str(single), math, cache.versions(),
                       CODEGEN_VERSION])
     key = hashlib.sha256(text.encode()).hexdigest()

@@ -31,6 +31,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from .access import InputAccess
+from .oprules import S
 from .scatter import _start, basic_key
 
 
@@ -272,10 +274,9 @@ def base_reads(kernel, ins: list) -> list:
     """``ins`` with each input that is a unit-step slice ``b[s0:e0, s1:e1, ..]`` read
     directly from ``b`` at ``s + j`` (a 2-D slice view is not C-contiguous; numba reads
     it through strides and LLVM does not vectorise the loop)."""
-    from .templates import InputAccess
     out = list(ins)
     for k, node in enumerate(kernel.inputs):
-        if node.op.name != "getitem" or ins[k].broadcast or node.dims != kernel.dims:
+        if node.op is not S.getitem or ins[k].broadcast or node.dims != kernel.dims:
             continue
         base = node.inputs[0]
         key = basic_key(node.attrs["key"], len(base.shape))

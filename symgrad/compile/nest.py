@@ -25,7 +25,7 @@ slots as in the flat templates, so no two threads write one element.
 >>> P = sg.placeholder("P", shape=(4, 3))
 >>> D = P[:, None, :] - P[None, :, :]
 >>> E = sg.reduce_sum(sg.exp(-sg.reduce_sum(D * D, axis=-1)))
->>> plan = build_plan(fold_graph([E] + sg.gradients(E, P), [P]), nested=True)
+>>> plan = nest_plan(build_plan(fold_graph([E] + sg.gradients(E, P), [P])))
 >>> nest = next(u for u in plan.units if isinstance(u, Nest))
 >>> len(nest.pre), len(nest.post), nest.inner
 (1, 1, 3)
@@ -37,7 +37,9 @@ import re
 from dataclasses import dataclass, field
 
 from ..shapes import is_fully_known
+from .oprules import S
 from .regions import Kernel, Plan, Step
+from .templates import OPTIONS, input_access
 
 INNER_MAX = 16   # longest trailing axis that is unrolled into a nest
 
@@ -135,7 +137,7 @@ def _match(outer: Kernel, graph, producer: dict, position: dict, wanted: set, us
                 len(u.outputs) != 1:
             continue
         o = u.outputs[0]
-        if o.node is i and i.op.name == "reduce_sum" and tuple(o.axes) == (r,) and \
+        if o.node is i and i.op is S.reduce_sum and tuple(o.axes) == (r,) and \
                 not o.mean and i.dims == outer.dims and i.dtype.name == "float64" and \
                 o.source.dtype.name == "float64" and id(i) not in wanted and \
                 all(id(c) in members for c in graph.consumers[id(i)]):
@@ -155,7 +157,7 @@ def _match_post(nest: Nest, graph, producer: dict, position: dict, wanted: set,
     stored = {id(o.node): o.node for o in outer.outputs if not o.is_reduction}
     links: dict = {}
     for u in producer.values():
-        if isinstance(u, Step) and u.node.op.name == "expand_dims" and \
+        if isinstance(u, Step) and u.node.op is S.expand_dims and \
                 tuple(u.node.attrs["axes"]) in ((r,), (-1,)) and \
                 id(u.node.inputs[0]) in stored and id(u.node) not in wanted:
             links[id(u.node)] = u
@@ -250,7 +252,6 @@ def nest_inputs(nest: Nest) -> list:
 
 def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
     """The loop function ``name(nc?, n0.., inputs.., outputs..)`` of a nest."""
-    from .templates import OPTIONS, input_access
     r, inner = nest.rank, nest.inner
     inputs = nest_inputs(nest)
     arg = {id(n): f"x{k}" for k, n in enumerate(inputs)}
@@ -396,11 +397,11 @@ def nest_rejections(plan: Plan) -> list:
     >>> P = sg.placeholder("P", shape=(4, 3))
     >>> D = P[:, None, :] - P[None, :, :]
     >>> E = sg.reduce_sum(sg.exp(-sg.reduce_sum(D * D, axis=-1)))
-    >>> nest_rejections(build_plan(fold_graph([E] + sg.gradients(E, P), [P]), nested=True))
+    >>> nest_rejections(nest_plan(build_plan(fold_graph([E] + sg.gradients(E, P), [P]))))
     []
     >>> S = sg.exp(-sg.reduce_sum(D * D, axis=-1))
     >>> E = sg.reduce_sum(S)
-    >>> nest_rejections(build_plan(fold_graph([E, S] + sg.gradients(E, P), [P]), nested=True))
+    >>> nest_rejections(nest_plan(build_plan(fold_graph([E, S] + sg.gradients(E, P), [P]))))
     ... # doctest: +ELLIPSIS
     ["nest 1 stores 'exp_...' (4, 4): it is read outside the nest ..."]
     """

@@ -18,6 +18,7 @@ from typing import Optional
 
 from ..errors import CompileError
 from .fold import FoldedGraph, LNode
+from .gather import gather_axes
 from .oprules import FUSED_REDUCTIONS, S
 from .scatter import fusable_scatter, pure_sum
 
@@ -70,7 +71,6 @@ class Kernel:
     def serial_only(self) -> bool:
         """Two scatters into one buffer may race across parallel chunks (unless the kernel
         runs as a gather, see ``gather.py``)."""
-        from .gather import gather_axes
         if gather_axes(self, "r") is not None:
             return False
         buffers = [id(o.node) for o in self.outputs if o.is_scatter]
@@ -310,18 +310,10 @@ class _Grower:
                     merged.append(r)
 
 
-def build_plan(graph: FoldedGraph, scatter: bool = True, nested: bool = False) -> Plan:
+def build_plan(graph: FoldedGraph, scatter: bool = True) -> Plan:
     """Group the folded graph into kernels and steps, in an order that respects data flow
-    (``scatter``: fuse getitem_grad into kernels; ``nested``: fuse reduce -> elementwise ->
-    broadcast chains into loop nests, see ``nest.py``; the cuda target uses neither)."""
-    plan = _build_plan(graph, scatter)
-    if nested:
-        from .nest import nest_plan
-        plan = nest_plan(plan)
-    return plan
-
-
-def _build_plan(graph: FoldedGraph, scatter: bool) -> Plan:
+    (``scatter``: fuse getitem_grad into kernels; the cuda target does not; loop nests of
+    reduce -> elementwise -> broadcast chains are ``nest.nest_plan(plan)``, applied after)."""
     grower = _Grower(graph, scatter)
     grower.run()
     grower.merge_siblings()

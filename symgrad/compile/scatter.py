@@ -31,6 +31,7 @@ from typing import Optional
 import sympy as sp
 
 from ..ops.symbols import dtype_kind, input_symbol
+from .oprules import PLACEHOLDER
 
 
 def basic_key(key: tuple, like_rank: int) -> Optional[list]:
@@ -59,7 +60,7 @@ def fusable_scatter(node, region_dims: tuple) -> bool:
     g, like = node.inputs
     if node.dtype.kind != "f" or g.dtype != node.dtype:
         return False
-    if like.op.name != "placeholder" and not like.is_const:
+    if like.op is not PLACEHOLDER and not like.is_const:
         return False
     key = basic_key(node.attrs["key"], len(like.shape))
     if key is None:

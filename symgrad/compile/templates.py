@@ -21,6 +21,7 @@ from typing import Optional
 from .lower import LoweredKernel
 from .printer import NumbaPrinter
 from .regions import KernelOutput
+from .access import InputAccess
 from .gather import base_reads, gather_accesses, gather_axes, gather_loop_source
 from .scatter import scatter_index
 
@@ -56,18 +57,6 @@ def quoted(name: str, limit: int = 60) -> str:
     """
     short = name if len(name) <= limit else name[:limit] + "..."
     return ascii(short)
-
-
-@dataclass
-class InputAccess:
-    """How the loop reads one input: ``index`` (a subscript), ``broadcast`` when the
-    driver must pass ``np.broadcast_to(a, shape)`` (an unknown dim might be 1); ``base``:
-    the driver passes this node instead (a slice read through its base array, see
-    ``gather.base_reads``)."""
-
-    index: str
-    broadcast: bool
-    base: Optional[object] = None
 
 
 @dataclass
