@@ -121,3 +121,37 @@ def test_long_compile_shows_progress_on_a_terminal(monkeypatch):
         time.sleep(0.2)
     phases.done()
     assert quiet.getvalue() == ""
+
+
+def test_explain_lists_the_nest_rule_that_kept_a_pair_value_stored():
+    """A pair-shaped value that is also an output stays stored (N x N bytes): the report's
+    "loop nests" section names the rule; a fully nested pair sum has no such section."""
+    P = sg.placeholder("P", shape=(40, 3))
+    D = P[:, None, :] - P[None, :, :]
+    S = sg.exp(-sg.reduce_sum(D * D, axis=-1), name="S")
+    E = sg.reduce_sum(S)
+    f = sg.function([P], [E, S] + sg.gradients(E, P))
+    lines = f.explain().splitlines()
+    section = lines[lines.index("loop nests:") + 1:]
+    assert len(section) == 1 and section[0].startswith("  nest ")
+    assert "stores 'S' (40, 40): it is read outside the nest" in section[0]
+    nested = sg.function([P], [E] + sg.gradients(E, P))
+    assert "loop nests:" not in nested.explain()
+    args = [np.random.default_rng(0).uniform(-1, 1, (40, 3))]
+    for got, want in zip(f(*args), sg.evaluate([E, S] + sg.gradients(E, P), {P: args[0]})):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_explain_lists_the_rule_that_kept_a_pair_kernel_flat():
+    """A trailing axis longer than nest.INNER_MAX is not unrolled: the (N, N) kernel of the
+    gradient stays flat and stores N x N values, and the report says which rule."""
+    from symgrad.compile.nest import INNER_MAX
+    P = sg.placeholder("P", shape=(60, INNER_MAX + 4))
+    D = P[:, None, :] - P[None, :, :]
+    E = sg.reduce_sum(sg.exp(-sg.reduce_sum(D * D, axis=-1)))
+    f = sg.function([P], [E] + sg.gradients(E, P))
+    lines = f.explain().splitlines()
+    section = lines[lines.index("loop nests:") + 1:]
+    assert section and all(line.startswith("  kernel ") for line in section)
+    assert any("over shape (60, 60): it stores" in line and f"INNER_MAX={INNER_MAX}" in line
+               for line in section)

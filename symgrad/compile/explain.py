@@ -3,8 +3,10 @@
 For each unit, in the order the driver runs them: a kernel's ops, loop shape, what it
 reads and writes (stored values, sums, scatters); a step's op; a loop nest's kernels.
 Then every temporary (a value one unit writes and a later unit reads, not an output) with
-its bytes, and for every fusion boundary (a kernel reading what another unit computed)
-the rule that kept the two apart.
+its bytes, for every fusion boundary (a kernel reading what another unit computed)
+the rule that kept the two apart, and (cpu targets, only when there is one) a section
+"loop nests": each pair-shaped kernel kept flat, or pair-shaped value a nest still
+stores, with the nest rule that stopped it (``nest.nest_rejections``).
 
 >>> import symgrad as sg
 >>> x = sg.placeholder("x", shape=(3, 4))
@@ -32,7 +34,7 @@ from collections import Counter
 from typing import Optional
 
 from ..shapes import format_shape, is_fully_known
-from .nest import Nest
+from .nest import Nest, nest_rejections
 from .oprules import VIEWS
 from .regions import Kernel, Plan, Step
 
@@ -179,4 +181,8 @@ def explain(plan: Plan, target: str, inputs: list) -> str:
     bounds = _boundaries(plan, _producers(plan))
     lines.append("fusion boundaries:" + ("" if bounds else " none"))
     lines += bounds
+    rejections = nest_rejections(plan) if target != "cuda" else []   # cuda has no nests
+    if rejections:
+        lines.append("loop nests:")
+        lines += [f"  {r}" for r in rejections]
     return "\n".join(lines)
