@@ -155,3 +155,18 @@ def test_explain_lists_the_rule_that_kept_a_pair_kernel_flat():
     assert section and all(line.startswith("  kernel ") for line in section)
     assert any("over shape (60, 60): it stores" in line and f"INNER_MAX={INNER_MAX}" in line
                for line in section)
+
+
+def test_explain_lists_a_pair_kernel_of_unknown_length():
+    """(None, 3) points: the (N, N) loop has two unknown lengths, the nest needs static
+    shapes, and the report says so."""
+    Q = sg.placeholder("Q", shape=(None, 3))
+    D = Q[:, None, :] - Q[None, :, :]
+    E = sg.reduce_sum(sg.exp(-sg.reduce_sum(D * D, axis=-1)))
+    f = sg.function([Q], [E] + sg.gradients(E, Q))
+    lines = f.explain().splitlines()
+    section = lines[lines.index("loop nests:") + 1:]
+    assert section and all("the nest needs static shapes" in line for line in section)
+    q = np.random.default_rng(1).uniform(-1, 1, (7, 3))
+    for got, want in zip(f(q), sg.evaluate([E] + sg.gradients(E, Q), {Q: q})):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)

@@ -386,10 +386,15 @@ def _size(shape: tuple) -> float:
     return total
 
 
+def _unknowns(shape: tuple) -> int:
+    return sum(not isinstance(d, int) for d in shape)
+
+
 def nest_rejections(plan: Plan) -> list:
-    """Why the pair-shaped kernels (rank >= 2, larger than every input) of ``plan`` are not loop nests, and the
-    full-size values nests still store: one sentence each (empty when every rank >= 2
-    kernel is nested or only sums).
+    """Why the pair-shaped kernels (rank >= 2, larger than every input or with more unknown
+    lengths than any) of ``plan`` are not loop nests, and the full-size values nests still
+    store: one sentence each (empty when every rank >= 2 kernel is nested or only sums).
+    ``f.explain()`` lists them under "loop nests".
 
     >>> import numpy as np, symgrad as sg
     >>> from symgrad.compile.fold import fold_graph
@@ -406,15 +411,20 @@ def nest_rejections(plan: Plan) -> list:
     ["nest 1 stores 'exp_...' (4, 4): it is read outside the nest ..."]
     """
     largest = max([_size(p.shape) for p in plan.graph.placeholders] or [0])
+    unknown = max([_unknowns(p.shape) for p in plan.graph.placeholders] or [0])
+
+    def pair_shaped(shape: tuple) -> bool:   # (N, N) over (N, d) inputs, N known or not
+        return _size(shape) > largest or _unknowns(shape) > unknown
+
     out = []
     for u in plan.units:
-        if isinstance(u, Kernel) and u.rank >= 2 and _size(u.shape) > largest:
+        if isinstance(u, Kernel) and u.rank >= 2 and pair_shaped(u.shape):
             reason = _flat_reason(u)
             if not reason.startswith("all its outputs are sums"):
                 out.append(f"{_describe(u)}: {reason}")
         elif isinstance(u, Nest):
             for j, o in u.written(u.outer):
-                if not o.is_reduction and _size(u.outer.shape) > largest:
+                if not o.is_reduction and pair_shaped(u.outer.shape):
                     out.append(f"nest {u.index} stores {o.node.name!r} {tuple(u.outer.shape)}:"
                                " it is read outside the nest (not only through expand_dims "
                                "by its post kernels)")
