@@ -167,7 +167,7 @@ BOOL_OPERANDS = {  # a computed bool used as a number is numpy's 0/1 (was "Relat
 }
 
 
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", ALL_TARGETS)
 @pytest.mark.parametrize("name", sorted(BOOL_OPERANDS))
 def test_bool_operand_is_zero_or_one(name, target):
     x, y = sg.placeholder("x", (5,)), sg.placeholder("y", (5,))
