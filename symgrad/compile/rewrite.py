@@ -76,12 +76,14 @@ def reuse_values(order: list, consumers: dict, expr_op) -> int:
     for node in order:
         if node.kind != "elementwise" or node.is_const or node.dtype.kind != "f":
             continue
-        candidates = []
+        candidates = {}
         for i in node.inputs:
-            if id(i) not in unary:
-                unary[id(i)] = _unary_consumers(i, consumers)
-            candidates += [t for t in unary[id(i)]
-                           if t is not node and t.dtype == node.dtype and t not in candidates]
+            if id(i) not in unary:   # only consumers whose formula is worth reusing
+                unary[id(i)] = [t for t in _unary_consumers(i, consumers)
+                                if _pattern(t, patterns) is not None]
+            candidates.update((id(t), t) for t in unary[id(i)]
+                              if t is not node and t.dtype == node.dtype)
+        candidates = list(candidates.values())
         if not candidates:
             continue
         inputs = list(node.inputs)
