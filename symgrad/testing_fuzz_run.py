@@ -233,7 +233,8 @@ def classify(outcome: Outcome) -> str:
         return "ITE"
     if "_Cycle" in message or "cycle" in message.lower():
         return "_Cycle"
-    if re.search(r"Relational|LessThan|GreaterThan|Equality|compare inequalities", message):
+    if re.search(r"Relational|LessThan|GreaterThan|Equality|Boolean|compare inequalities",
+                 message):
         return "bool-operand"
     if outcome.engine in TARGETS and "pow0" in tags and "nan" in message.lower():
         return "pow0-NaN"
