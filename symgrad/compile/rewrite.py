@@ -72,7 +72,13 @@ def _unary_consumers(node, consumers: dict) -> list:
 def reuse_values(order: list, consumers: dict, expr_op) -> int:
     """Rewrite elementwise nodes in place to read computed ``f(x)`` instead of
     recomputing it; returns how many nodes changed (the caller re-sorts the graph)."""
-    changed, patterns, unary = 0, {}, {}  # caches: wide graphs have huge fan-outs
+    # caches (wide graphs have nodes with thousands of consumers: no work per pair):
+    # each consumer's pattern, each input's reusable consumers, one Dummy per input node
+    changed, patterns, unary, dummies = 0, {}, {}, {}
+
+    def dummy(i) -> sp.Dummy:
+        return dummies.setdefault(id(i), sp.Dummy("s", real=True))
+
     for node in order:
         if node.kind != "elementwise" or node.is_const or node.dtype.kind != "f":
             continue
@@ -80,24 +86,18 @@ def reuse_values(order: list, consumers: dict, expr_op) -> int:
         for i in node.inputs:
             if id(i) not in unary:   # only consumers whose formula is worth reusing
                 unary[id(i)] = [t for t in _unary_consumers(i, consumers)
-                                if _pattern(t, patterns) is not None]
+                                if _pattern(t, patterns, dummy) is not None]
             candidates.update((id(t), t) for t in unary[id(i)]
                               if t is not node and t.dtype == node.dtype)
-        candidates = list(candidates.values())
         if not candidates:
             continue
         inputs = list(node.inputs)
-        symbols = [sp.Dummy(f"s{k}", real=True) for k in range(len(inputs))]
-        formula = None
-        for t in candidates:
-            cached = _pattern(t, patterns)
-            if cached is None:
-                continue
-            formula = _formula(node, symbols) if formula is None else formula
-            pattern, u, source = cached
-            if u in pattern.free_symbols:
-                pattern = pattern.xreplace({u: symbols[inputs.index(source)]})
-            if not formula.has(pattern):
+        symbols = [dummy(i) if inputs.index(i) == k else sp.Dummy(f"s{k}", real=True)
+                   for k, i in enumerate(inputs)]
+        formula = _formula(node, symbols)
+        for t in candidates.values():
+            pattern = _pattern(t, patterns, dummy)
+            if pattern is None or not formula.has(pattern):
                 continue
             symbols.append(sp.Dummy(f"s{len(inputs)}", real=True))
             inputs.append(t)
@@ -111,17 +111,14 @@ def reuse_values(order: list, consumers: dict, expr_op) -> int:
     return changed
 
 
-def _pattern(t, cache: dict) -> Optional[tuple]:
-    """(formula of the unary consumer ``t`` over a Dummy ``u``, ``u``, the input ``u``
-    stands for) when it is expensive, else None; computed once per version of ``t`` (a
-    wide graph has nodes with thousands of consumers: no sympy work per pair)."""
+def _pattern(t, cache: dict, dummy) -> Optional[sp.Expr]:
+    """The formula of the unary consumer ``t`` over ``dummy(its input)`` when it is
+    expensive, else None; computed once per version of ``t``."""
     key = (id(t), t.op, t.inputs)
     if key not in cache:
-        u = sp.Dummy("u", real=True)
         uniform = [i.is_const and i.uniform is not None for i in t.inputs]
-        pattern = _formula(t, [None if c else u for c in uniform])
-        source = next((i for i, c in zip(t.inputs, uniform) if not c), t.inputs[0])
-        cache[key] = (pattern, u, source) if _expensive(pattern) else None
+        pattern = _formula(t, [None if c else dummy(i) for i, c in zip(t.inputs, uniform)])
+        cache[key] = pattern if _expensive(pattern) else None
     return cache[key]
 
 
