@@ -151,6 +151,23 @@ def placeholders():
 def arrays():
     return [np.array([-1.838, -0.034, -0.701], dtype='float64')]
 ''',
+    "pow0-NaN": '''# symgrad fuzz program, seed 0 (written by hand: issue 8's singular point)
+import numpy as np
+import symgrad as sg
+
+
+def fn(x0):
+    v1 = sg.pow(x0, 0.0)
+    return [v1]
+
+
+def placeholders():
+    return [sg.placeholder('x0', (None,), 'float64')]
+
+
+def arrays():
+    return [np.array([0.0, 1.5], dtype='float64')]
+''',
 }
 
 
