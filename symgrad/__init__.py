@@ -53,3 +53,29 @@ __all__ += ["argmax", "argmin", "cumprod", "cumsum", "einsum", "gather", "one_ho
 # layout ops (v2)
 __all__ += ["broadcast_to", "concat", "diag", "diag_part", "expand_dims", "pad", "reverse",
             "roll", "split", "squeeze", "stack", "tile", "trace", "tril", "triu", "unstack"]
+# v2 elementwise (symgrad/ops/elementwise_v2.py, elementwise_v2_api.py)
+from .ops.elementwise_v2_api import (cbrt, digamma, div_no_nan, elu, erfc, erfinv, exp2,  # noqa: E402
+                                     floordiv, floormod, gelu, hypot, leaky_relu, lgamma,
+                                     log10, log2, log_sigmoid, logaddexp, mul_no_nan,
+                                     reciprocal, relu6, rsqrt, selu, silu, softsign,
+                                     squared_difference, xdivy, xlog1py, xlogy)
+__all__ += ["cbrt", "digamma", "div_no_nan", "elu", "erfc", "erfinv", "exp2", "floordiv",
+            "floormod", "gelu", "hypot", "leaky_relu", "lgamma", "log10", "log2",
+            "log_sigmoid", "logaddexp", "mul_no_nan", "reciprocal", "relu6", "rsqrt", "selu",
+            "silu", "softsign", "squared_difference", "xdivy", "xlog1py", "xlogy"]
+from .ops.reductions_v2 import (clip_by_value, log_softmax, norm, reduce_logsumexp,  # noqa: E402
+                                reduce_std, reduce_variance, softmax)
+__all__ += ["clip_by_value", "log_softmax", "norm", "reduce_logsumexp", "reduce_std",
+            "reduce_variance", "softmax"]
+# v2 gradients (symgrad/higher_order.py, differentiate/control.py, custom_gradient.py,
+# define_op.py)
+from .differentiate import AggregationMethod, prevent_gradient
+from .higher_order import hessians, jacobian
+__all__ += ["AggregationMethod", "hessians", "jacobian", "prevent_gradient"]
+from .custom_gradient import custom_gradient
+__all__ += ["custom_gradient"]
+from .define_op import define_op
+__all__ += ["define_op"]
+# dask: compiled functions called with dask arrays (symgrad/distributed, docs/dask.md)
+from .errors import ChunkError  # noqa: E402
+__all__ += ["ChunkError"]

@@ -31,7 +31,7 @@ def unconnected_policy(value: Any, api: str) -> UnconnectedGradients:
     for member in UnconnectedGradients:
         if value == member.value:
             return member
-    raise ValueError(f"{api}: unknown value for unconnected_gradients: {value!r}; "
+    raise ValueError(f"{api}: Unknown value for unconnected_gradients: {value!r}; "
                      "use 'none', 'zero', 'raise' or sg.UnconnectedGradients")
 
 

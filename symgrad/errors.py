@@ -54,3 +54,9 @@ class GatherIndexError(SymgradError, ValueError):
 class CacheWarning(UserWarning):
     """The module cache could not be used as asked (unwritable, unsafe, corrupted): symgrad
     compiled in memory or without numba's cache, and the result is still right."""
+
+
+# --- dask (symgrad.distributed) ----------------------------------------------------------
+class ChunkError(SymgradError, ValueError):
+    """A compiled function cannot run chunk by chunk on dask arrays (a node needs the whole
+    batch axis at once, or the batch inputs are chunked differently)."""

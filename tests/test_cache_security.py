@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.compile import cache
+from symgrad.compile import cache, trust
 
 
 @pytest.fixture()
@@ -23,9 +23,9 @@ def fresh(tmp_path, monkeypatch):
     monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("SYMGRAD_KEY_FILE", str(tmp_path / "key" / "cache.key"))
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
-    monkeypatch.setattr(cache, "_KEY", [])
+    monkeypatch.setattr(trust, "_KEY", [])
     monkeypatch.setattr(cache, "_LOADED", {})
-    monkeypatch.setattr(cache, "_WARNED", set())
+    monkeypatch.setattr(trust, "_WARNED", set())
     return tmp_path
 
 
@@ -99,11 +99,26 @@ def test_numba_cache_is_refused_in_a_group_writable_directory(fresh):
 def test_write_faults_compile_in_memory(fresh, monkeypatch, fault):
     def failing(*args, **kwargs):
         raise OSError(getattr(errno, fault), os.strerror(getattr(errno, fault)))
+    cache.secret_key()                  # the key exists: only the module write fails
     monkeypatch.setattr(cache.tempfile, "mkstemp", failing)
     x, y = _graph(7.0)
     with pytest.warns(sg.CacheWarning, match="compiled in memory"):
         f = sg.function([x], y)
     _check(f, 7.0)
+
+
+@pytest.mark.skipif(os.getuid() == 0, reason="root writes into any directory")
+def test_a_really_unwritable_directory(fresh):
+    directory = fresh / "cache"
+    directory.mkdir()
+    os.chmod(directory, 0o500)
+    x, y = _graph(67.0)
+    try:
+        with pytest.warns(sg.CacheWarning, match="compiled in memory"):
+            f = sg.function([x], y)
+    finally:
+        os.chmod(directory, 0o700)
+    _check(f, 67.0)
 
 
 def test_cache_dir_naming_a_file(fresh, monkeypatch):
@@ -123,9 +138,13 @@ def test_directory_where_the_module_should_be(fresh):
     path.unlink()
     path.mkdir()
     _forget(f)
-    with pytest.warns(sg.CacheWarning):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         g = sg.function([x], y)
     _check(g, 13.0)
+    texts = " | ".join(str(w.message) for w in caught if w.category is sg.CacheWarning)
+    assert "is not a regular file" in texts and "compiled in memory" in texts, texts
+    assert str(path.parent) in texts and "SYMGRAD_CACHE_DIR" in texts
 
 
 def test_truncated_file_is_rebuilt(fresh):
@@ -137,10 +156,11 @@ def test_truncated_file_is_rebuilt(fresh):
     with pytest.warns(sg.CacheWarning, match="truncated"):
         g = sg.function([x], y)
     _check(g, 17.0)
-    assert cache.unsealed(path.read_bytes()) is not None
+    assert cache.unsealed(path.stem, path.read_bytes()) is not None
 
 
 def test_a_fault_warns_once(fresh, monkeypatch):
+    cache.secret_key()
     monkeypatch.setattr(cache.tempfile, "mkstemp",
                         lambda *a, **k: (_ for _ in ()).throw(OSError(errno.EACCES, "no")))
     with warnings.catch_warnings(record=True) as caught:
@@ -178,7 +198,8 @@ def test_eight_threads_call_one_function(fresh):
     loss = sg.reduce_sum(sg.exp(-x * x))
     f = sg.function([x], [loss, sg.gradients(loss, x)[0]], target="parallel")
     rng = np.random.default_rng(0)
-    inputs = [rng.normal(size=10_000 + k) for k in range(8)]
+    # half below, half above the size where the parallel (prange) kernels take over
+    inputs = [rng.normal(size=(10_000 if k % 2 else 100_000) + k) for k in range(8)]
     out = [None] * 8
     barrier = threading.Barrier(8)
 
@@ -195,3 +216,328 @@ def test_eight_threads_call_one_function(fresh):
         np.testing.assert_allclose(out[k][0], np.exp(-inputs[k] ** 2).sum(), rtol=1e-12)
         np.testing.assert_allclose(out[k][1], -2 * inputs[k] * np.exp(-inputs[k] ** 2),
                                    rtol=1e-12)
+
+
+# --- the key ----------------------------------------------------------------------------
+
+def test_group_readable_key_is_replaced(fresh):
+    key = fresh / "key" / "cache.key"
+    key.parent.mkdir()
+    key.write_bytes(b"k" * cache.KEY_BYTES)
+    os.chmod(key, 0o644)
+    x, y = _graph(23.0)
+    with pytest.warns(sg.CacheWarning, match="readable or writable by group or others"):
+        f = sg.function([x], y)
+    _check(f, 23.0)
+    assert key.stat().st_mode & 0o777 == 0o600
+    assert key.read_bytes() != b"k" * cache.KEY_BYTES
+    assert cache.secret_key() == key.read_bytes()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a file away needs root")
+def test_key_owned_by_another_user_is_refused(fresh):
+    key = fresh / "key" / "cache.key"
+    key.parent.mkdir()
+    key.write_bytes(b"k" * cache.KEY_BYTES)
+    os.chmod(key, 0o600)
+    os.chown(key, 65534, 65534)
+    x, y = _graph(29.0)
+    with pytest.warns(sg.CacheWarning, match="owned by another user"):
+        f = sg.function([x], y)
+    _check(f, 29.0)
+    assert cache.secret_key() != b"k" * cache.KEY_BYTES
+    assert key.read_bytes() == b"k" * cache.KEY_BYTES      # not overwritten
+
+
+def _in_thread(fn, timeout: float = 120.0):
+    """fn() in a thread; fails if it blocks (a FIFO opened for reading waits for a writer)."""
+    box = []
+    thread = threading.Thread(target=lambda: box.append(fn()), daemon=True)
+    thread.start()
+    thread.join(timeout)
+    assert not thread.is_alive(), "blocked"
+    return box[0]
+
+
+def test_a_fifo_as_key_file_is_refused_without_blocking(fresh):
+    key = fresh / "key" / "cache.key"
+    key.parent.mkdir()
+    os.mkfifo(key, 0o600)
+    x, y = _graph(31.0)
+    with pytest.warns(sg.CacheWarning, match="not a regular file"):
+        f = _in_thread(lambda: sg.function([x], y))
+    _check(f, 31.0)
+
+
+# --- what is run ------------------------------------------------------------------------
+
+def test_a_genuine_module_under_another_key_is_not_run(fresh):
+    xa, ya = _graph(3.0)
+    xb, yb = _graph(5.0)
+    fa, fb = sg.function([xa], ya), sg.function([xb], yb)
+    Path(fb.module.__file__).write_bytes(Path(fa.module.__file__).read_bytes())
+    _forget(fb)
+    with pytest.warns(sg.CacheWarning, match="not a module this user's symgrad wrote"):
+        g = sg.function([xb], yb)
+    _check(g, 5.0)
+    assert not g.cache_hit
+
+
+@pytest.mark.parametrize("damage", ["empty", "garbage", "flipped", "no-mac-line"])
+def test_damaged_files_are_rebuilt(fresh, damage):
+    x, y = _graph(37.0)
+    path = Path(sg.function([x], y).module.__file__)
+    data = path.read_bytes()
+    damaged = {"empty": b"", "garbage": os.urandom(4000),
+               "flipped": data.replace(b"37.0", b"38.0"),
+               "no-mac-line": data[:data.rindex(b"# symgrad-mac")]}[damage]
+    assert damaged != data
+    path.write_bytes(damaged)
+    _forget(None)
+    with pytest.warns(sg.CacheWarning, match="not a module this user's symgrad wrote"):
+        g = sg.function([x], y)
+    _check(g, 37.0)
+    assert path.read_bytes() != damaged
+
+
+def test_a_fifo_at_the_module_path_is_refused_without_blocking(fresh):
+    x, y = _graph(41.0)
+    path = Path(sg.function([x], y).module.__file__)
+    path.unlink()
+    os.mkfifo(path, 0o600)
+    _forget(None)
+    with pytest.warns(sg.CacheWarning, match="not a regular file"):
+        g = _in_thread(lambda: sg.function([x], y))
+    _check(g, 41.0)
+    assert path.is_file()            # replaced by the rebuilt module, never written through
+
+
+def test_a_symlink_at_the_module_path_is_not_followed(fresh):
+    x, y = _graph(43.0)
+    path = Path(sg.function([x], y).module.__file__)
+    outside = fresh / "outside.py"
+    outside.write_bytes(path.read_bytes())          # a genuine module, out of the directory
+    path.unlink()
+    path.symlink_to(outside)
+    _forget(None)
+    with pytest.warns(sg.CacheWarning, match="cannot be read"):
+        g = sg.function([x], y)
+    _check(g, 43.0)
+    assert not g.cache_hit and not path.is_symlink()
+    assert outside.read_bytes() == path.read_bytes()   # the link was replaced, not written
+
+
+def test_no_bytecode_is_written_into_the_cache(fresh, monkeypatch):
+    monkeypatch.setattr("sys.dont_write_bytecode", False)
+    x, y = _graph(47.0)
+    _check(sg.function([x], y), 47.0)
+    _forget(None)
+    g = sg.function([x], y)
+    _check(g, 47.0)
+    assert g.cache_hit
+    assert not list((fresh / "cache").rglob("*.pyc"))
+
+
+# --- numba's own cache files ----------------------------------------------------------
+
+class _Evil:
+    def __init__(self, marker: Path):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (exec, (f"open({self.marker!r}, 'w').write('x')",))
+
+
+def _plant_numba_index(fresh, mode: int):
+    """Compile and call once (numba writes its index files), replace every index with a
+    pickle that creates a marker when loaded, then load the module again from a directory
+    of ``mode`` and call it."""
+    import pickle
+    import sys
+    x, y = _graph(53.0)
+    f = sg.function([x], y)
+    _check(f, 53.0)
+    pycache = Path(f.module.__file__).parent / "__pycache__"
+    indexes = list(pycache.glob("*.nbi"))
+    assert indexes, "numba wrote no index: the probe would prove nothing"
+    marker = fresh / "pwned"
+    for index in indexes:
+        index.write_bytes(pickle.dumps(_Evil(marker)))
+    _forget(f)
+    sys.modules.pop(f.module.__name__, None)
+    os.chmod(pycache.parent, mode)
+    g = sg.function([x], y)
+    _check(g, 53.0)
+    return g, marker
+
+
+def test_planted_numba_index_in_an_unsafe_directory_is_never_loaded(fresh):
+    with pytest.warns(sg.CacheWarning, match="numba's cache there is off"):
+        g, marker = _plant_numba_index(fresh, 0o777)
+    assert g.cache_hit and not marker.exists()
+
+
+def test_numba_index_in_a_safe_directory_is_numbas_to_load(fresh):
+    """The control of the test above: in a directory only this user can write, numba's
+    cache is on and numba loads its index (so the probe above is a real one)."""
+    g, marker = _plant_numba_index(fresh, 0o700)
+    assert g.cache_hit and marker.exists()
+
+
+def test_an_unsafe_numba_cache_dir_turns_numbas_cache_off(fresh, monkeypatch):
+    from numba.core import config
+    shared = fresh / "shared-numba"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    monkeypatch.setattr(config, "CACHE_DIR", str(shared))
+    x, y = _graph(59.0)
+    with pytest.warns(sg.CacheWarning, match="numba's cache there is off"):
+        f = sg.function([x], y)
+    _check(f, 59.0)
+    assert not list(shared.rglob("*.nbi"))
+
+
+# --- more faults --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fault", ["ENOSPC", "EFBIG"])
+def test_a_write_failing_midway_leaves_nothing_behind(fresh, monkeypatch, fault):
+    cache.secret_key()
+    real_write = os.write
+
+    def failing(fd, data):
+        if len(data) > 100:
+            real_write(fd, bytes(data[:100]))
+        raise OSError(getattr(errno, fault), os.strerror(getattr(errno, fault)))
+    x, y = _graph(61.0)
+    with monkeypatch.context() as patch:
+        patch.setattr(cache.os, "write", failing)
+        with pytest.warns(sg.CacheWarning, match="compiled in memory"):
+            f = sg.function([x], y)
+    _check(f, 61.0)
+    assert not [p for p in (fresh / "cache").iterdir() if p.name != "__pycache__"]
+
+
+def test_the_suite_never_uses_the_users_cache():
+    user = Path(os.path.expanduser("~")) / ".cache" / "symgrad"
+    assert Path(os.environ["SYMGRAD_CACHE_DIR"]).resolve() != user.resolve()
+    assert "symgrad-tests-" in os.environ["SYMGRAD_KEY_FILE"]
+
+
+_WORKQUEUE_SCRIPT = """
+import threading, numpy as np, symgrad as sg
+x = sg.placeholder("x", shape=(None,))
+loss = sg.reduce_sum(sg.exp(-x * x))
+f = sg.function([x], [loss, sg.gradients(loss, x)[0]], target="parallel")
+a = np.linspace(-1.0, 1.0, 200_000)
+want = f(a)
+import numba
+assert numba.threading_layer() == "workqueue", numba.threading_layer()
+bad = []
+def work():
+    for _ in range(10):
+        got = f(a)
+        bad.append(not np.allclose(got[1], want[1]))
+threads = [threading.Thread(target=work) for _ in range(8)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print("calls", len(bad), "bad", sum(bad))
+"""
+
+
+def test_eight_threads_call_a_parallel_function_under_the_workqueue_layer(tmp_path):
+    """numba's workqueue layer aborts the process when two threads launch parallel kernels
+    at once; symgrad serialises its parallel kernels under that layer."""
+    import subprocess
+    import sys
+    env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue",
+               SYMGRAD_CACHE_DIR=str(tmp_path / "cache"),
+               SYMGRAD_KEY_FILE=str(tmp_path / "key"))
+    root = Path(__file__).resolve().parent.parent
+    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, "-c", _WORKQUEUE_SCRIPT], env=env, cwd=root,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "calls 80 bad 0" in done.stdout
+
+
+def test_doctests_alone_never_use_the_users_cache(tmp_path):
+    """``pytest symgrad/...`` (doctests only, tests/conftest.py not loaded) compiles into
+    a temporary cache: HOME points at an empty folder, which stays empty of symgrad."""
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SYMGRAD_", "XDG_CACHE", "XDG_CONFIG"))}
+    env.update(HOME=str(tmp_path), PYTHONPATH=str(root))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "symgrad/compile/function.py"], env=env, cwd=root,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert not (tmp_path / ".cache" / "symgrad").exists()
+    assert not (tmp_path / ".config" / "symgrad").exists()
+
+
+# --- faults of numba's own cache files ---------------------------------------------------
+
+def _numba_files(f, pattern: str) -> list:
+    return sorted((Path(f.module.__file__).parent / "__pycache__").glob(pattern))
+
+
+@pytest.mark.parametrize("pattern", ["*.nbi", "*.nbc"])
+def test_truncated_numba_cache_files_degrade_and_are_repaired(fresh, pattern):
+    import sys
+    x, y = _graph(71.0)
+    f = sg.function([x], y)
+    _check(f, 71.0)
+    files = _numba_files(f, pattern)
+    assert files
+    for path in files:
+        path.write_bytes(path.read_bytes()[:len(path.read_bytes()) // 2])
+    _forget(f)
+    sys.modules.pop(f.module.__name__, None)
+    with pytest.warns(sg.CacheWarning, match="numba's cache file cannot be read"):
+        g = sg.function([x], y)
+        _check(g, 71.0)
+    _forget(g)                              # a third process-like load: repaired, silent
+    sys.modules.pop(g.module.__name__, None)
+    trust._WARNED.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sg.CacheWarning)
+        _check(sg.function([x], y), 71.0)
+
+
+def test_a_full_disk_while_numba_saves_its_cache(fresh, monkeypatch):
+    from numba.core import caching
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(caching.IndexDataCacheFile, "save", full)
+    x, y = _graph(73.0)
+    with pytest.warns(sg.CacheWarning, match="numba's cache file cannot be written"):
+        f = sg.function([x], y)
+        _check(f, 73.0)
+
+
+@pytest.mark.parametrize("target", ["parallel", "cuda"])
+def test_eight_threads_compile_the_same_graph_on_other_targets(fresh, target):
+    """Compiled concurrently, called afterwards (numba's CUDA simulator cannot run two
+    kernels at once; a real GPU can)."""
+    x, y = _graph(79.0)
+    functions, errors = [], []
+    barrier = threading.Barrier(8)
+
+    def work():
+        try:
+            barrier.wait()
+            functions.append(sg.function([x], y, target=target))
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(functions) == 8
+    assert len({id(f.module) for f in functions}) == 1
+    for f in functions:
+        _check(f, 79.0)

@@ -60,9 +60,11 @@ def test_shared_buffer_rosenbrock(target, length):
     outputs = [f] + sg.gradients(f, x)
     xv = np.random.default_rng(2).standard_normal(50_000)
     fn = _check([x], outputs, [xv], target)
-    if length is not None:   # two views and one kernel that adds into dx directly
+    if length is not None:   # two views and one kernel that writes dx as a gather
         assert len(fn.plan.units) == 3 and len(fn.plan.kernels) == 1
-        assert fn.plan.kernels[0].serial_only
+        assert not fn.plan.kernels[0].serial_only
+        assert "np.zeros" not in fn.source
+        assert ("_k0_parallel" in fn.source) == (target == "parallel")
 
 
 @pytest.mark.parametrize("target", ["cpu", "parallel"])

@@ -49,3 +49,20 @@ def test_generated_identifiers_are_symgrads_own():
     f = sg.function([x, y], sg.reduce_sum(x * y + sg.exp(x)))
     assert f(np.ones(3), np.full(3, 2.0)) == pytest.approx(6.0 + 3 * np.e)
     assert "def _k0_point(a0, a1):" in f.source
+
+
+@pytest.mark.parametrize("target", ["cpu", "parallel", "cuda"])
+def test_hostile_names_of_constants_and_layout_ops(tmp_path, target):
+    marker = tmp_path / "pwned"
+    name = HOSTILE[0].format(path=str(marker))
+    x = sg.placeholder(name, shape=(None, 2))
+    c = sg.constant(np.array([[2.0, 3.0]]), name=name)
+    y = sg.reduce_sum(sg.identity(sg.transpose(x * c, name=name), name=name), name=name)
+    f = sg.function([x], [y, sg.gradients(y, x)[0]], target=target)
+    value = np.array([[1.0, 2.0], [3.0, 4.0]])
+    got = f(value)
+    assert float(np.asarray(got[0])) == 2.0 + 6.0 + 6.0 + 12.0
+    np.testing.assert_array_equal(np.asarray(got[1]), np.array([[2.0, 3.0], [2.0, 3.0]]))
+    assert not marker.exists()
+    code = [line for line in f.source.splitlines() if not line.lstrip().startswith("#")]
+    assert not any("open(" in line.split("#")[0] for line in code)

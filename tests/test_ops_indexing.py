@@ -391,20 +391,11 @@ def _build(case):
     return (lambda: sg.gradients(*args, **kwargs)), feeds
 
 
-# A compiler bug, not an op bug: symgrad/compile/regions.py's _Grower keeps each region's
-# ancestor set as it was when the region was made; after later merges the sets are not
-# transitively closed, two regions joined through a step form a cycle, and build_plan's
-# last fallback raises _Cycle (reported to the compiler helper with this graph).
-COMPILER_CYCLE = {"cumprod_default"}
-
-
 @pytest.mark.parametrize("target", [None, "cpu"])
 @pytest.mark.parametrize("case", _my_cases())
 def test_tensorflow_v2_cases(case, target):
     from tests.conformance.arrays import compare
     expected = case["expected"]
-    if target and case["name"] in COMPILER_CYCLE:
-        pytest.xfail("compiler: regions._Cycle on this second-order graph (stale ancestors)")
 
     def run(outputs, feeds):
         if target is None:

@@ -1,4 +1,4 @@
-"""Benchmark workloads W1..W6; each module exposes ``systems()``."""
+"""Benchmark workloads W1..W7; each module exposes ``systems()``."""
 
 WORKLOADS = {
     "W1": "benchmarks.workloads.w1_elementwise",
@@ -7,4 +7,5 @@ WORKLOADS = {
     "W4": "benchmarks.workloads.w4_mlp",
     "W5": "benchmarks.workloads.w5_latency",
     "W6": "benchmarks.workloads.w6_compile",
+    "W7": "benchmarks.workloads.w7_stencil2d",
 }

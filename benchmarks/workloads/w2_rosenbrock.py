@@ -61,8 +61,8 @@ def _serial(x, g):
     return acc
 
 
-@numba.njit(fastmath=FASTMATH, parallel=True, cache=True)
-def _prange(x, g):
+def _gather(x, g):
+    """Each g[i] from x[i-1], x[i], x[i+1] (no carried value: it vectorises)."""
     n = x.shape[0]
     acc = 0.0
     for i in numba.prange(n):
@@ -78,6 +78,10 @@ def _prange(x, g):
             gi += 200.0 * (x[i] - b * b)
         g[i] = gi
     return acc
+
+
+_gather_serial = numba.njit(fastmath=FASTMATH, cache=True)(_gather)
+_prange = numba.njit(fastmath=FASTMATH, parallel=True, cache=True)(_gather)
 
 
 def _numba_factory(kernel):
@@ -96,5 +100,6 @@ def systems():
     return frameworks.assemble(sys.modules[__name__], {
         "numpy by hand": numpy_factory,
         "numba by hand serial": _numba_factory(_serial),
+        "numba by hand gather serial": _numba_factory(_gather_serial),
         "numba by hand prange": _numba_factory(_prange),
     })

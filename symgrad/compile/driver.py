@@ -261,7 +261,7 @@ class ModuleWriter:
         _, _, ins, outs_serial = loop_source(lk, "x", "p", False)
         args = []
         for j, (node, acc) in enumerate(zip(k.inputs, ins)):
-            v = self.value_of(node)
+            v = self.value_of(node if acc.base is None else acc.base)
             if acc.broadcast:
                 b = f"b{i}_{j}"
                 self.emit(f"{b} = {v} if {v}.shape == {sh} else np.broadcast_to({v}, {sh})")
@@ -316,11 +316,12 @@ class ModuleWriter:
         for j, acc in enumerate(outs):
             o = acc.out
             name = f"o{i}_{j}"
-            if acc.mode == "scatter":
+            if acc.mode in ("scatter", "gather"):   # a gather writes every element
                 if acc.is_param:
                     shape = _tuple(map(str, o.node.shape)) if is_fully_known(o.node.shape) \
                         else f"{self.value_of(o.like)}.shape"
-                    lines.append(f"{name} = np.zeros({shape}, np.{o.node.dtype.name})")
+                    alloc = "np.zeros" if acc.mode == "scatter" else "np.empty"
+                    lines.append(f"{name} = {alloc}({shape}, np.{o.node.dtype.name})")
                 continue
             if acc.mode == "store":
                 lines.append(f"{name} = np.empty({sh}, np.{o.node.dtype.name})")
@@ -368,9 +369,9 @@ class ModuleWriter:
         v = f"v{node.index}"
         ins = [self.value_of(i) for i in node.inputs]
         name, attrs = node.op.name, node.attrs
-        comment = f"  # {node.op.name} '{node.name}'"
+        comment = f"  # {node.op.name} {quoted(node.name)}"
         if name == "getitem":
-            line = f"{v} = {ins[0]}[{_key(attrs['key'])}]"
+            line = f"{v} = {ins[0]}[{_key(_zero_d_view(attrs['key'], node.shape))}]"
         elif name == "transpose":
             line = f"{v} = {ins[0]}.transpose({attrs['perm']})"
         elif name == "expand_dims":
@@ -452,6 +453,14 @@ def _key(key: tuple) -> str:
     if not parts:
         return "()"
     return ", ".join(parts)
+
+
+def _zero_d_view(key: tuple, shape: tuple) -> tuple:
+    """An index whose result is 0-d gains a trailing ``...``: numpy then returns a 0-d view
+    (an array the kernels read with ``[()]``) instead of a numpy scalar."""
+    if shape == () and Ellipsis not in key:
+        return tuple(key) + (Ellipsis,)
+    return key
 
 
 def _fastmath() -> str:

@@ -220,7 +220,7 @@ def _expr_scalar(tensor, inputs: list, scalars: list):
         return None
     positional = tuple(input_symbol(k, dtype_kind(i.dtype)) for k, i in enumerate(inputs))
     formula = sp.sympify(tensor.op.formula(positional, tensor.attrs))
-    value = formula.xreplace(dict(zip(positional, (number(v.item()) for v in scalars))))
+    value = formula.xreplace(dict(zip(positional, (number(v.item(), False) for v in scalars))))
     if not value.is_Number or not value.is_finite:
         return None
     return np.asarray(float(value), tensor.dtype)

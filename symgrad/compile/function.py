@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import hashlib
+import html
 import re
 from typing import Any
 
@@ -25,9 +26,11 @@ from ..graph.traversal import placeholders_of, topological_order
 from ..shapes import format_shape
 from . import cache
 from .driver import ModuleWriter
+from .explain import explain
 from .fold import fold_graph
 from .lower import lower_kernel
 from .printer import MATH_MODES
+from .progress import Phases
 from .regions import Kernel, Plan, Step, build_plan
 
 CODEGEN_VERSION = "2"
@@ -35,7 +38,8 @@ TARGETS = ("cpu", "parallel", "cuda")
 
 
 class CompiledFunction:
-    """A compiled graph: ``f(*arrays)``; ``f.source``, ``f.sympy``, ``f.plan``."""
+    """A compiled graph: ``f(*arrays)``; ``f.source``, ``f.sympy``, ``f.plan``,
+    ``f.explain()``."""
 
     def __init__(self, inputs, outputs, target, plan, module, source, key, single):
         self.inputs = list(inputs)
@@ -55,10 +59,18 @@ class CompiledFunction:
     def _reference(self, args: tuple):
         """The reference interpreter, for calls that break an assumption of the plan."""
         from ..evaluate import evaluate
+        if any(_is_dask(a) for a in args):       # dask arrays: symgrad.distributed
+            from ..distributed import call_dask
+            return call_dask(self, args)
         outputs = self.outputs[0] if self._single else self.outputs
         if len(args) != len(self.inputs):
             self._run(*args)
         return evaluate(outputs, dict(zip(self.inputs, args)))
+
+    def __reduce__(self):
+        """Pickles by graph and key, rebuilt once per process (symgrad/distributed)."""
+        from ..distributed.pickling import reduce_function
+        return reduce_function(self)
 
     @property
     def sympy(self) -> list:
@@ -70,6 +82,18 @@ class CompiledFunction:
                 exprs = dict(zip(lowered.sources, lowered.exprs))
                 self._sympy.append({o.node.name: exprs[o.source] for o in kernel.outputs})
         return self._sympy
+
+    def explain(self) -> str:
+        """A readable report of the plan: each kernel or step with its ops, loop shape,
+        reads and writes; every temporary with its bytes; the rule behind each fusion
+        boundary (see ``compile/explain.py`` and docs/compiler.md)."""
+        return explain(self.plan, self.target, self.inputs)
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        printer.text(repr(self) if cycle else repr(self) + "\n" + self.explain())
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(repr(self))}\n{html.escape(self.explain())}</pre>"
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{p.name}: {p.dtype.name}{format_shape(p.shape)}" for p in self.inputs)
@@ -132,23 +156,32 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
         math = "libm"
     outputs, single = output_list(outputs, "sg.function")
     inputs = _as_inputs(inputs, outputs)
-    graph = fold_graph(outputs, inputs)
-    # cuda runs getitem_grad as steps and has no loop nests
-    plan = build_plan(graph, scatter=target != "cuda", nested=target != "cuda")
+    phases = Phases(f"f({', '.join(p.name for p in inputs)}) target={target!r}")
+    with phases.phase("fold"):
+        graph = fold_graph(outputs, inputs)
+    with phases.phase("plan"):   # cuda runs getitem_grad as steps and has no loop nests
+        plan = build_plan(graph, scatter=target != "cuda", nested=target != "cuda")
     text = "\n".join([graph.canonical(), target, str(single), math, cache.versions(),
                       CODEGEN_VERSION])
     key = hashlib.sha256(text.encode()).hexdigest()
     if target == "cuda":   # numba.cuda is imported only here (symgrad/compile/cuda_runtime.py)
         from .cuda_runtime import compile_cuda
-        return compile_cuda(inputs, outputs, plan, key, single)
+        with phases.phase("cuda module"):
+            f = compile_cuda(inputs, outputs, plan, key, single)
+        phases.done()
+        return f
 
     def build() -> str:
-        lowered = [lower_kernel(k) for k in plan.kernels]
-        writer = ModuleWriter(plan, lowered, target, key, math)
-        writer.single = single
-        return writer.source()
+        with phases.phase("lower and cse"):
+            lowered = [lower_kernel(k) for k in plan.kernels]
+        with phases.phase("print"):
+            writer = ModuleWriter(plan, lowered, target, key, math)
+            writer.single = single
+            return writer.source()
 
-    module, source, built = cache.load_or_build(key, build)
+    with phases.phase("module (cache or build)"):
+        module, source, built = cache.load_or_build(key, build)
+    phases.done()
     bind_runtime(module, plan, inputs)
     # A class per function whose __call__ is the generated driver itself: no extra frame.
     cls = type("CompiledFunction", (CompiledFunction,), {"__call__": staticmethod(module.run)})
@@ -177,6 +210,8 @@ def bind_runtime(module, plan: Plan, inputs: list) -> None:
     placeholders = plan.graph.placeholders
 
     def check_(k: int, value: Any) -> np.ndarray:
+        if _is_dask(value):      # run again by reference_, which hands it to dask
+            raise Fallback()
         p = placeholders[k]
         try:
             return check_feed(p.tensor, value, context)
@@ -234,6 +269,11 @@ def iteration_shape(kernel: Kernel, shapes: tuple, context: str) -> tuple:
                 raise ShapeError(f"{context}: the arguments give shapes that cannot be broadcast"
                                  f" together: {described}")
     return tuple(1 if d is None else d for d in out)
+
+
+def _is_dask(value: Any) -> bool:
+    """A dask collection (checked without importing dask)."""
+    return hasattr(type(value), "__dask_graph__")
 
 
 def fallback_() -> None:

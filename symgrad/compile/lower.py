@@ -22,6 +22,7 @@ import numpy as np
 import sympy as sp
 
 from ..ops.symbols import dtype_kind, input_symbol
+from .printer import ZERO
 from .regions import Kernel
 
 _RESERVED = re.compile(r"^([inotvscruq]\d+|c|nc|lo|hi|math|np|numba|prange|f32|acc\d*|"
@@ -58,13 +59,20 @@ def _symbol(name: str, dtype) -> sp.Symbol:
     return sp.Symbol(name)
 
 
-def number(value) -> sp.Basic:
-    """A uniform constant as a sympy number (exact integers where the value is one)."""
+def number(value, keep_zero: bool = True) -> sp.Basic:
+    """A uniform constant as a sympy number (exact integers where the value is one).
+
+    Exact folding may never drop a NaN: a float 0 becomes the symbol ``ZERO`` (printed
+    ``0.0``), so sympy cannot fold ``0*x**-1`` to 0 (IEEE: NaN at ``x = 0``). Integers have
+    no NaN and stay exact; ``keep_zero=False`` is for formulas over numbers only, where
+    sympy's own arithmetic keeps ``0*oo`` NaN."""
     if isinstance(value, (bool, np.bool_)):
         return sp.true if value else sp.false
     if isinstance(value, (int, np.integer)):
         return sp.Integer(int(value))
     value = float(value)
+    if value == 0.0 and keep_zero:
+        return ZERO
     if value.is_integer() and abs(value) < 2**53:
         return sp.Integer(int(value))
     if np.isnan(value):
@@ -107,7 +115,7 @@ def region_exprs(kernel: Kernel) -> tuple:
                 args.append(number(i.uniform))
         positional = tuple(input_symbol(k, dtype_kind(i.dtype)) for k, i in enumerate(node.inputs))
         formula = node.op.formula(positional, node.attrs)
-        expr = sp.sympify(formula).xreplace(dict(zip(positional, args)))
+        expr = _exact_in_comparisons(sp.sympify(formula).xreplace(dict(zip(positional, args))))
         tree_size = 1 + sum(size.get(id(i), 1) for i in node.inputs)
         if tree_size > INLINE_LIMIT and not expr.is_Atom:
             symbol = _symbol(f"u{len(bound)}", node.dtype)
@@ -116,6 +124,27 @@ def region_exprs(kernel: Kernel) -> tuple:
         value[id(node)] = expr
         size[id(node)] = tree_size
     return symbols, value, bound
+
+
+def _exact_in_comparisons(expr: sp.Basic) -> sp.Basic:
+    """``ZERO`` is the exact 0 where that cannot drop a NaN: compared (a comparison never
+    makes one), and times factors that are finite numbers whatever the inputs."""
+    if not expr.has(ZERO):
+        return expr
+    expr = expr.replace(lambda e: e.is_Relational and e.has(ZERO),
+                        lambda e: e.xreplace({ZERO: sp.S.Zero}))
+    return expr.replace(lambda e: e.is_Mul and ZERO in e.args and
+                        all(_finite_number(a) for a in e.args if a is not ZERO),
+                        lambda e: sp.S.Zero)
+
+
+def _finite_number(expr: sp.Basic) -> bool:
+    """A finite number, or a selection of finite numbers (whatever the inputs are)."""
+    if expr.is_Number:
+        return bool(expr.is_finite)
+    if isinstance(expr, sp.Piecewise):
+        return all(_finite_number(v) for v, _ in expr.args)
+    return False
 
 
 def _in_dependency_order(assignments: list) -> list:

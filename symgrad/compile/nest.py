@@ -350,3 +350,71 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
         depth -= 1
         close_level(depth, j)
     return "\n".join(lines)
+
+
+# --- why a kernel stayed flat (for ``explain``) ----------------------------------------
+
+def _describe(kernel: Kernel) -> str:
+    return f"kernel {kernel.index} over shape {tuple(kernel.shape)}"
+
+
+def _flat_reason(kernel: Kernel) -> str:
+    """The first nest rule a rank >= 2 kernel left in the flat plan breaks."""
+    if not is_fully_known(kernel.shape):
+        return "the nest needs static shapes (a dimension is None)"
+    if any(o.is_scatter for o in kernel.outputs):
+        return "it has scatter outputs (gradients of slices) which a nest cannot hold"
+    stored = [o.node for o in kernel.outputs if not o.is_reduction]
+    if not stored:
+        return "all its outputs are sums (no full-size temporary: it needs no nest)"
+    if kernel.shape[-1] > INNER_MAX:
+        names = ", ".join(repr(n.name) for n in stored[:3])
+        return (f"it stores {names}, and no reduce_sum over a trailing axis of at most "
+                f"INNER_MAX={INNER_MAX} feeds it, nor does a kernel of one more axis read "
+                "its values through expand_dims (the nest's patterns)")
+    return (f"its trailing axis ({kernel.shape[-1]}) is short enough to be unrolled, but it "
+            "is not the pre or post kernel of a nest: its only output must be a reduce_sum "
+            "over that axis read only by the outer kernel, or it must read an outer value "
+            "through expand_dims")
+
+
+def _size(shape: tuple) -> float:
+    total = 1
+    for d in shape:
+        total *= d if isinstance(d, int) else float("inf")
+    return total
+
+
+def nest_rejections(plan: Plan) -> list:
+    """Why the pair-shaped kernels (rank >= 2, larger than every input) of ``plan`` are not loop nests, and the
+    full-size values nests still store: one sentence each (empty when every rank >= 2
+    kernel is nested or only sums).
+
+    >>> import numpy as np, symgrad as sg
+    >>> from symgrad.compile.fold import fold_graph
+    >>> from symgrad.compile.regions import build_plan
+    >>> P = sg.placeholder("P", shape=(4, 3))
+    >>> D = P[:, None, :] - P[None, :, :]
+    >>> E = sg.reduce_sum(sg.exp(-sg.reduce_sum(D * D, axis=-1)))
+    >>> nest_rejections(build_plan(fold_graph([E] + sg.gradients(E, P), [P]), nested=True))
+    []
+    >>> S = sg.exp(-sg.reduce_sum(D * D, axis=-1))
+    >>> E = sg.reduce_sum(S)
+    >>> nest_rejections(build_plan(fold_graph([E, S] + sg.gradients(E, P), [P]), nested=True))
+    ... # doctest: +ELLIPSIS
+    ["nest 1 stores 'exp_...' (4, 4): it is read outside the nest ..."]
+    """
+    largest = max([_size(p.shape) for p in plan.graph.placeholders] or [0])
+    out = []
+    for u in plan.units:
+        if isinstance(u, Kernel) and u.rank >= 2 and _size(u.shape) > largest:
+            reason = _flat_reason(u)
+            if not reason.startswith("all its outputs are sums"):
+                out.append(f"{_describe(u)}: {reason}")
+        elif isinstance(u, Nest):
+            for j, o in u.written(u.outer):
+                if not o.is_reduction and _size(u.outer.shape) > largest:
+                    out.append(f"nest {u.index} stores {o.node.name!r} {tuple(u.outer.shape)}:"
+                               " it is read outside the nest (not only through expand_dims "
+                               "by its post kernels)")
+    return out

@@ -28,6 +28,12 @@ from .vecmath import FAST
 
 SUPPORT = "symgrad.compile.support:"
 
+ZERO = sp.Symbol("0.0", real=True)
+"""A float constant 0 inlined into a kernel formula (see ``lower.number``). sympy folds
+``0*e`` to 0 even where ``e`` is infinite or NaN (``0*x**-1`` at ``x = 0``), which IEEE
+arithmetic, numpy and TensorFlow do not; as a symbol it is never folded away and prints
+as the typed literal ``0.0``."""
+
 
 @dataclass(frozen=True)
 class NumbaForm:
@@ -157,6 +163,8 @@ class NumbaPrinter:
         return self._print(expr)
 
     def _print(self, expr) -> str:
+        if expr is ZERO:
+            return self.float_literal(0.0)
         if expr.is_Symbol:
             return expr.name
         if expr is sp.true or expr is sp.false:
@@ -206,6 +214,7 @@ class NumbaPrinter:
     def _print_Add(self, expr) -> str:
         integer = bool(expr.is_integer)
         terms = sorted(expr.args, key=lambda a: a.is_Number)  # numbers last, as sympy prints
+        terms = [t for t in terms if t is not ZERO] or [ZERO]     # x + 0.0 is x
         out = ""
         for k, term in enumerate(terms):
             if term.is_Number:
@@ -255,6 +264,8 @@ class NumbaPrinter:
             b = f"({self.number(base, integer)})"
         else:
             b = f"({self._print(base)})"
+        if exp is ZERO:
+            exp = sp.S.Zero                                         # x**0.0 is 1, NaN too
         if exp.is_Integer:
             n = int(exp)
             if n == 0:
@@ -270,6 +281,12 @@ class NumbaPrinter:
             return f"math.sqrt({self._print(base)})"
         if exp == -sp.S.Half:
             return f"{self.number(sp.S.One, False)}/math.sqrt({self._print(base)})"
+        if exp.is_Number and exp.is_finite and float(2 * exp).is_integer() and \
+                abs(float(exp)) < 64:   # b**(k + 1/2) = b**k * sqrt(b): no pow call
+            k = sp.Integer(int(abs(float(exp)) - 0.5))
+            root = f"math.sqrt({self._print(base)})"
+            whole = f"{self._print(sp.Pow(base, k, evaluate=False))}*{root}" if k else root
+            return f"({whole})" if exp > 0 else f"({self.number(sp.S.One, False)}/({whole}))"
         if exp.is_Number:
             return f"{b}**{self.number(exp, False)}"
         e = self._print(exp)
@@ -303,6 +320,26 @@ class NumbaPrinter:
 
     def _print_Xor(self, expr) -> str:
         return "(" + " != ".join(self._print(a) for a in expr.args) + ")"
+
+    def _print_ITE(self, expr) -> str:
+        """sympy's boolean if-then-else (``piecewise_fold`` builds it when a selection's
+        condition meets another selection): a lazy conditional, as Piecewise."""
+        c, a, b = (self._print(arg) for arg in expr.args)
+        return f"({a} if {c} else {b})"
+
+    def _print_Implies(self, expr) -> str:
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"((not {a}) or {b})"
+
+    def _print_Equivalent(self, expr) -> str:
+        first, *rest = (self._print(arg) for arg in expr.args)
+        return "(" + " and ".join(f"({first} == {r})" for r in rest) + ")"
+
+    def _print_Nand(self, expr) -> str:
+        return f"(not {self._print_And(expr)})"
+
+    def _print_Nor(self, expr) -> str:
+        return f"(not {self._print_Or(expr)})"
 
     def _print_BooleanTrue(self, expr) -> str:
         return "True"

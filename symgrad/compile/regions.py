@@ -12,9 +12,11 @@ of a region node (a scatter-add into a buffer, see ``scatter.py``) on the cpu ta
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..errors import CompileError
 from .fold import FoldedGraph, LNode
 from .scatter import fusable_scatter, pure_sum
 
@@ -66,7 +68,11 @@ class Kernel:
 
     @property
     def serial_only(self) -> bool:
-        """Two scatters into one buffer may race across parallel chunks."""
+        """Two scatters into one buffer may race across parallel chunks (unless the kernel
+        runs as a gather, see ``gather.py``)."""
+        from .gather import gather_axes
+        if gather_axes(self, "r") is not None:
+            return False
         buffers = [id(o.node) for o in self.outputs if o.is_scatter]
         return len(buffers) != len(set(buffers))
 
@@ -161,7 +167,21 @@ class _Grower:
         self.anc: dict = {}         # region root -> set of region ids strictly before it
 
     def roots(self, regions) -> set:
-        return {self.uf.find(r) for r in regions}
+        """The current roots of ``regions`` and of every region they follow, transitively.
+
+        ``anc`` is recorded when a region is made; a region grows later and gains
+        ancestors, so a region made earlier from it sees them only through this walk.
+        """
+        find = self.uf.find
+        out: set = set()
+        stack = [find(r) for r in regions]
+        while stack:
+            r = stack.pop()
+            if r in out:
+                continue
+            out.add(r)
+            stack.extend(find(a) for a in self.anc.get(r, ()) if find(a) not in out)
+        return out
 
     def node_deps(self, node: LNode) -> set:
         return self.roots(self.deps.get(id(node), ()))
@@ -265,9 +285,8 @@ class _Grower:
 
 
     def merge_siblings(self) -> None:
-        """Merge regions of equal dims that do not depend on each other (one loop reads
-        the shared inputs once). The scheduler rejects the rare merge that makes a cycle
-        through a third region, and the plan is then rebuilt without this pass."""
+        """Merge regions of equal dims that do not depend on each other, directly or
+        through a third region (one loop reads the shared inputs once)."""
         dims_of: dict = {}
         for node in self.graph.order:
             r = self.region.get(id(node))
@@ -295,28 +314,17 @@ def build_plan(graph: FoldedGraph, scatter: bool = True, nested: bool = False) -
     """Group the folded graph into kernels and steps, in an order that respects data flow
     (``scatter``: fuse getitem_grad into kernels; ``nested``: fuse reduce -> elementwise ->
     broadcast chains into loop nests, see ``nest.py``; the cuda target uses neither)."""
-    try:
-        plan = _build_plan(graph, True, scatter)
-    except _Cycle:
-        try:
-            plan = _build_plan(graph, False, scatter)
-        except _Cycle:
-            plan = _build_plan(graph, False, False)
+    plan = _build_plan(graph, scatter)
     if nested:
         from .nest import nest_plan
         plan = nest_plan(plan)
     return plan
 
 
-class _Cycle(Exception):
-    pass
-
-
-def _build_plan(graph: FoldedGraph, siblings: bool, scatter: bool) -> Plan:
+def _build_plan(graph: FoldedGraph, scatter: bool) -> Plan:
     grower = _Grower(graph, scatter)
     grower.run()
-    if siblings:
-        grower.merge_siblings()
+    grower.merge_siblings()
     if scatter:
         grower.share_buffers()
     find = grower.uf.find
@@ -410,7 +418,6 @@ def _schedule(graph: FoldedGraph, kernels: dict, unit_of: dict) -> list:
             if producer is not None and producer is not unit:
                 preds[id(unit)].add(id(producer))
                 succs[id(producer)].add(id(unit))
-    import heapq
     ready = [index[id(u)] for u in units if not preds[id(u)]]
     heapq.heapify(ready)
     out = []
@@ -423,5 +430,7 @@ def _schedule(graph: FoldedGraph, kernels: dict, unit_of: dict) -> list:
             if not preds[s]:
                 heapq.heappush(ready, index[s])
     if len(out) != len(units):
-        raise _Cycle()
+        raise CompileError("sg.function: internal error, the fusion plan has a cycle "
+                           f"({len(units) - len(out)} of {len(units)} units unscheduled); "
+                           "please report the graph")
     return out

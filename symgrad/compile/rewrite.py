@@ -69,39 +69,54 @@ def _unary_consumers(node, consumers: dict) -> list:
     return out
 
 
+_SLOTS: list = []
+
+
+def _slot(k: int) -> sp.Dummy:
+    """The k-th input symbol of every formula ``reuse_values`` compares: one shared family,
+    so a consumer's pattern is built once and matched by hashing."""
+    while len(_SLOTS) <= k:
+        _SLOTS.append(sp.Dummy(f"s{len(_SLOTS)}", real=True))
+    return _SLOTS[k]
+
+
 def reuse_values(order: list, consumers: dict, expr_op) -> int:
     """Rewrite elementwise nodes in place to read computed ``f(x)`` instead of
-    recomputing it; returns how many nodes changed (the caller re-sorts the graph)."""
-    # caches (wide graphs have nodes with thousands of consumers: no work per pair):
-    # each consumer's pattern, each input's reusable consumers, one Dummy per input node
-    changed, patterns, unary, dummies = 0, {}, {}, {}
+    recomputing it; returns how many nodes changed (the caller re-sorts the graph).
 
-    def dummy(i) -> sp.Dummy:
-        return dummies.setdefault(id(i), sp.Dummy("s", real=True))
-
+    Linear in the graph: each candidate's pattern is built once per input slot, and a
+    node's formula is searched through the set of its subexpressions."""
+    changed, unary = 0, {}   # unary: id(input) -> its unary consumers (wide fan-outs)
+    patterns: dict = {}   # (id(t), k) -> t's formula over slot k, or None if not worth it
     for node in order:
         if node.kind != "elementwise" or node.is_const or node.dtype.kind != "f":
             continue
-        candidates = {}
-        for i in node.inputs:
-            if id(i) not in unary:   # only consumers whose formula is worth reusing
-                unary[id(i)] = [t for t in _unary_consumers(i, consumers)
-                                if _pattern(t, patterns, dummy) is not None]
-            candidates.update((id(t), t) for t in unary[id(i)]
-                              if t is not node and t.dtype == node.dtype)
+        inputs = list(node.inputs)
+        candidates, seen = [], {id(node)}
+        for k, i in enumerate(inputs):
+            if id(i) not in unary:
+                unary[id(i)] = _unary_consumers(i, consumers)
+            for t in unary[id(i)]:
+                if id(t) not in seen and t.dtype == node.dtype:
+                    seen.add(id(t))
+                    candidates.append((t, k))
         if not candidates:
             continue
-        inputs = list(node.inputs)
-        symbols = [dummy(i) if inputs.index(i) == k else sp.Dummy(f"s{k}", real=True)
-                   for k, i in enumerate(inputs)]
+        symbols = [_slot(k) for k in range(len(inputs))]
         formula = _formula(node, symbols)
-        for t in candidates.values():
-            pattern = _pattern(t, patterns, dummy)
-            if pattern is None or not formula.has(pattern):
+        inside = set(sp.preorder_traversal(formula))
+        for t, k in candidates:
+            key = (id(t), k)
+            if key not in patterns:
+                pattern = _formula(t, [_slot(k) for _ in t.inputs])
+                patterns[key] = pattern if _expensive(pattern) else None
+            pattern = patterns[key]
+            if pattern is None or pattern not in inside:
                 continue
-            symbols.append(sp.Dummy(f"s{len(inputs)}", real=True))
+            symbols.append(_slot(len(inputs)))
             inputs.append(t)
             formula = formula.xreplace({pattern: symbols[-1]})
+            inside = set(sp.preorder_traversal(formula))
         if len(inputs) == len(node.inputs):
             continue
         for i in node.inputs:   # node is no longer a unary consumer of its old inputs
@@ -109,17 +124,6 @@ def reuse_values(order: list, consumers: dict, expr_op) -> int:
         _set_expr(node, inputs, symbols, formula, expr_op)
         changed += 1
     return changed
-
-
-def _pattern(t, cache: dict, dummy) -> Optional[sp.Expr]:
-    """The formula of the unary consumer ``t`` over ``dummy(its input)`` when it is
-    expensive, else None; computed once per version of ``t``."""
-    key = (id(t), t.op, t.inputs)
-    if key not in cache:
-        uniform = [i.is_const and i.uniform is not None for i in t.inputs]
-        pattern = _formula(t, [None if c else dummy(i) for i, c in zip(t.inputs, uniform)])
-        cache[key] = pattern if _expensive(pattern) else None
-    return cache[key]
 
 
 def _set_expr(node, inputs: list, symbols: list, formula: sp.Expr, expr_op) -> None:

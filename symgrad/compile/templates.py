@@ -21,6 +21,7 @@ from typing import Optional
 from .lower import LoweredKernel
 from .printer import NumbaPrinter
 from .regions import KernelOutput
+from .gather import base_reads, gather_accesses, gather_axes, gather_loop_source
 from .scatter import scatter_index
 
 FASTMATH = "{'contract', 'afn', 'reassoc', 'arcp', 'nsz'}"
@@ -60,10 +61,13 @@ def quoted(name: str, limit: int = 60) -> str:
 @dataclass
 class InputAccess:
     """How the loop reads one input: ``index`` (a subscript), ``broadcast`` when the
-    driver must pass ``np.broadcast_to(a, shape)`` (an unknown dim might be 1)."""
+    driver must pass ``np.broadcast_to(a, shape)`` (an unknown dim might be 1); ``base``:
+    the driver passes this node instead (a slice read through its base array, see
+    ``gather.base_reads``)."""
 
     index: str
     broadcast: bool
+    base: Optional[object] = None
 
 
 @dataclass
@@ -240,6 +244,11 @@ def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool,
     params = (["nc"] if parallel else []) + dims + in_names + \
         [n for n, o in zip(out_names, outs) if o.is_param]
     decorator = f"@numba.njit({OPTIONS}{', parallel=True' if parallel else ''})"
+    if gather_axes(kernel, "r") is not None:   # stencil adjoint: loop over the buffer
+        outs = gather_accesses(outs)
+        ins = base_reads(kernel, ins)
+        return (gather_loop_source(lowered, name, point, parallel, ins, outs, params,
+                                   decorator, checked), params, ins, outs)
     lines = [decorator, f"def {name}({', '.join(params)}):"]
     values = [f"e{j}" for j in range(len(lowered.sources))]
     source_index = {id(s): j for j, s in enumerate(lowered.sources)}

@@ -22,6 +22,7 @@ from ..graph.tensor import Tensor, describe
 from ..graph.traversal import placeholders_of, topological_order
 from ..ops import api as F
 from ..ops.sources import constant
+from .control import check_no_prevented
 from .sweep import reverse_sweep
 
 
@@ -69,8 +70,10 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: Optional[str] = "grad
     like x, as a graph Tensor (so it can be differentiated again) or None where no y
     depends on x. ``stop_gradients`` are held constant (partial derivatives), like
     ``sg.stop_gradient`` nodes; integer and bool tensors are never differentiated.
-    ``gate_gradients`` and ``aggregation_method`` are accepted for compatibility: a
-    symbolic graph has no race to gate, and contributions are always summed exactly.
+    ``gate_gradients`` and ``aggregation_method`` (an ``sg.AggregationMethod`` member) are
+    accepted for compatibility and have no effect on results: a symbolic graph has no race
+    to gate, and contributions are always summed exactly. A ``sg.prevent_gradient`` between
+    xs and ys raises LookupError, even behind an ``sg.stop_gradient`` (TF's graph rule).
     """
     ys, xs = _as_list(ys), _as_list(xs)
     _check_tensors(ys, "ys")
@@ -85,9 +88,11 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: Optional[str] = "grad
     stops = [] if stop_gradients is None else _as_list(stop_gradients)
     _check_tensors(stops, "stop_gradients")
     placeholders_of(topological_order(ys + xs))  # raises on two placeholders with one name
+    stop_ids = {id(s) for s in stops}
+    check_no_prevented(ys, xs, stop_ids)
     with name_scope(name):
         seeds = [_seed(y, k, g) for k, (y, g) in enumerate(zip(ys, grad_list))]
-        results = reverse_sweep(ys, seeds, xs, {id(s) for s in stops})
+        results = reverse_sweep(ys, seeds, xs, stop_ids)
         return [_finish(x, k, r, ys, policy) for k, (x, r) in enumerate(zip(xs, results))]
 
 

@@ -28,11 +28,40 @@ def _tf_clean(expr: sp.Expr) -> sp.Expr:
     return expr
 
 
+def attrs_key(node) -> tuple:
+    """The node's attrs as a hashable cache key: ``((name, value), ...)`` sorted by name."""
+    items = []
+    for key in sorted(node.attrs):
+        value = node.attrs[key]
+        try:
+            hash(value)
+        except TypeError:
+            value = _Unhashable(value)
+        items.append((key, value))
+    return tuple(items)
+
+
+class _Unhashable:
+    """An attr value that cannot be hashed: cached by identity."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Unhashable) and other.value is self.value
+
+
+def _attrs(key: tuple) -> dict:
+    return {k: v.value if isinstance(v, _Unhashable) else v for k, v in key}
+
+
 @lru_cache(maxsize=8192)
-def _partial(op, kinds: tuple, expr_attr, index: int) -> sp.Expr:
+def _partial(op, kinds: tuple, attrs_items: tuple, index: int) -> sp.Expr:
     symbols = tuple(input_symbol(i, k) for i, k in enumerate(kinds))
-    attrs = {} if expr_attr is None else {"expr": expr_attr[0], "dtype": expr_attr[1]}
-    formula = op.formula(symbols, attrs)
+    formula = op.formula(symbols, _attrs(attrs_items))
     derivative = _tf_clean(sp.diff(formula, symbols[index]))
     if derivative.has(sp.Derivative, sp.Subs):
         raise NoGradientError(f"No gradient defined for operation '{op.name}' with respect to "
@@ -43,9 +72,8 @@ def _partial(op, kinds: tuple, expr_attr, index: int) -> sp.Expr:
 def local_partial(node, index: int) -> sp.Expr:
     """d node / d node.inputs[index] over the symbols ``_0, _1, ...`` of its inputs."""
     kinds = tuple(dtype_kind(t.dtype) for t in node.inputs)
-    expr_attr = (node.attrs["expr"], node.attrs["dtype"]) if "expr" in node.attrs else None
     try:
-        return _partial(node.op, kinds, expr_attr, index)
+        return _partial(node.op, kinds, attrs_key(node), index)
     except NoGradientError as exc:
         raise NoGradientError(f"{exc} (at tensor '{node.name}')") from None
 
@@ -64,14 +92,12 @@ def value_symbols(expr: sp.Basic) -> frozenset:
 
 
 @lru_cache(maxsize=8192)
-def _uses_as_value(op, kinds: tuple, expr_attr, index: int) -> bool:
+def _uses_as_value(op, kinds: tuple, attrs_items: tuple, index: int) -> bool:
     symbols = tuple(input_symbol(i, k) for i, k in enumerate(kinds))
-    attrs = {} if expr_attr is None else {"expr": expr_attr[0], "dtype": expr_attr[1]}
-    return symbols[index] in value_symbols(op.formula(symbols, attrs))
+    return symbols[index] in value_symbols(op.formula(symbols, _attrs(attrs_items)))
 
 
 def has_float_path(node, index: int) -> bool:
     """Whether node.inputs[index] reaches node's value other than through a condition."""
     kinds = tuple(dtype_kind(t.dtype) for t in node.inputs)
-    expr_attr = (node.attrs["expr"], node.attrs["dtype"]) if "expr" in node.attrs else None
-    return _uses_as_value(node.op, kinds, expr_attr, index)
+    return _uses_as_value(node.op, kinds, attrs_key(node), index)

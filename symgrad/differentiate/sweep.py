@@ -18,6 +18,7 @@ from typing import Optional
 
 import sympy as sp
 
+from ..custom_op import group_of, group_vjp
 from ..dtypes import is_floating
 from ..errors import NoGradientError
 from ..graph.tensor import Tensor
@@ -131,12 +132,46 @@ def _sum_node(tensors: list, kind: str) -> Tensor:
     return F.expr(tensors, total, tensors[0].dtype)
 
 
+def _groups_together(order: list) -> list:
+    """Move the members of each custom-gradient group to the place of the first one, so
+    the reverse sweep meets them together, after every consumer of every member (their
+    inputs ``(y_k, *x)`` all existed before any member, so this keeps the order valid)."""
+    present = {id(n) for n in order}
+    placed: set = set()
+    out = []
+    for node in order:
+        group = group_of(node)
+        if group is None:
+            out.append(node)
+        elif id(group) not in placed:
+            placed.add(id(group))
+            out.extend(m for m in group.members if id(m) in present)
+    return out
+
+
+def _group_contributions(node: Tensor, g: Tensor, pending: dict, final: dict, stop: set):
+    """All members of node's group at once: ``grad_fn(*upstream)`` called one time."""
+    group = group_of(node)
+    upstream = []
+    for member in group.members:
+        entries = [(g, None)] if member is node else pending.pop(id(member), None)
+        g_member = _aggregate(entries, member)[0] if entries else None
+        if g_member is not None:
+            final[id(member)] = g_member
+        upstream.append(None if id(member) in stop else g_member)
+    if all(u is None for u in upstream):
+        return
+    for i, contribution in enumerate(group_vjp(group, upstream, node.inputs[1:])):
+        if contribution is not None and is_floating(node.inputs[i + 1].dtype):
+            yield i + 1, contribution, None
+
+
 def reverse_sweep(ys: list, seeds: list, xs: list, stop: set) -> list:
     """Gradients of sum_k <seed_k, y_k> with respect to each x (None where unconnected).
 
     ``stop`` holds ids of tensors that receive gradients but pass none to their inputs.
     """
-    order = topological_order(ys)
+    order = _groups_together(topological_order(ys))
     reach = {id(x) for x in xs}
     for node in order:
         if id(node) not in reach and any(id(i) in reach for i in node.inputs):
@@ -152,10 +187,12 @@ def reverse_sweep(ys: list, seeds: list, xs: list, stop: set) -> list:
             continue
         g, mask = _aggregate(entries, node)
         final[id(node)] = g
-        if (id(node) in stop or not node.inputs or not node.op.differentiable
+        if group_of(node) is not None:
+            contributions = _group_contributions(node, g, pending, final, stop)
+        elif (id(node) in stop or not node.inputs or not node.op.differentiable
                 or not is_floating(node.dtype)):
             continue
-        if node.op.kind == "elementwise":
+        elif node.op.kind == "elementwise":
             contributions = _elementwise_contributions(node, g, mask, reach)
         else:
             contributions = _structural_contributions(node, g, mask)

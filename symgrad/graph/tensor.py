@@ -13,13 +13,18 @@ attributes, and a static shape (ints and None) and dtype. Nothing is computed.
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
 from ..shapes import Shape, format_shape
 
 _ids = itertools.count()
+
+
+def _v2_api():
+    from ..ops import elementwise_v2_api
+    return elementwise_v2_api
 
 
 class TensorOperators:
@@ -51,6 +56,11 @@ class TensorOperators:
     def __gt__(self, other): return self._api().greater(self, other)
     def __ge__(self, other): return self._api().greater_equal(self, other)
     def __getitem__(self, key): return self._api().getitem(self, key)
+    # v2 elementwise: Python's % and // are TF's floormod and floordiv
+    def __mod__(self, other): return _v2_api().floormod(self, other)
+    def __rmod__(self, other): return _v2_api().floormod(other, self)
+    def __floordiv__(self, other): return _v2_api().floordiv(self, other)
+    def __rfloordiv__(self, other): return _v2_api().floordiv(other, self)
 
     @property
     def T(self):
@@ -106,6 +116,18 @@ class Tensor(TensorOperators):
     def __repr__(self) -> str:
         return (f"<sg.Tensor '{self.name}' op={self.op.name} shape={format_shape(self.shape)} "
                 f"dtype={self.dtype.name}>")
+
+    # --- notebook display (compiler topic) -------------------------------------------------
+    def _repr_latex_(self) -> Optional[str]:
+        """In a notebook an elementwise result shows its formula (``sg.latex``); other
+        tensors, and formulas over more than 400 nodes, show their repr."""
+        if self.op.kind != "elementwise":
+            return None
+        from ..symbolic import latex   # symbolic builds on this module
+        from .traversal import topological_order
+        if len(topological_order([self])) > 400:
+            return None
+        return f"${latex(self)}$"
 
     def __eq__(self, other):
         return self is other

@@ -23,6 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
+from ..custom_op import group_of, group_vjp
 from ..dtypes import is_floating
 from ..errors import NoGradientError
 from ..ops import api as F
@@ -93,6 +94,21 @@ def _contributions(rec: Record, g: Any, mask: Optional[Any]) -> Iterator[tuple]:
         yield i, contribution, _combine(mask, None if op_masks is None else op_masks[i])
 
 
+def _group_contributions(rec: Record, g: Any, pending: dict, final: dict) -> Iterator[tuple]:
+    """All outputs of a custom-gradient call at once (recorded one after the other, so
+    every consumer of every output is already done): ``grad_fn(*upstream)`` one time."""
+    group = group_of(rec)
+    upstream = []
+    for member in group.members:
+        entries = [(g, None)] if member._id == rec.out._id else pending.pop(member._id, None)
+        upstream.append(_aggregate(entries)[0] if entries else None)
+        if entries:
+            final[member._id] = upstream[-1]
+    for i, contribution in enumerate(group_vjp(group, upstream, rec.inputs[1:])):
+        if contribution is not None and is_floating(rec.inputs[i + 1].dtype):
+            yield i + 1, contribution, None
+
+
 def _reachable(records: list, source_keys: set) -> tuple:
     """Keys that depend on a source, and the records between sources and anything."""
     reach = set(source_keys)
@@ -118,7 +134,11 @@ def backward(records: list, targets: list, seeds: list, source_keys: set) -> dic
             continue
         g, mask = _aggregate(entries)
         final[rec.out._id] = g
-        for i, contribution, out_mask in _contributions(rec, g, mask):
+        if group_of(rec) is not None:
+            contributions = _group_contributions(rec, g, pending, final)
+        else:
+            contributions = _contributions(rec, g, mask)
+        for i, contribution, out_mask in contributions:
             inp = rec.inputs[i]
             if key_of(inp) not in reach:
                 continue

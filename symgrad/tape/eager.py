@@ -145,7 +145,12 @@ class Variable(TensorOperators):
         return self._value[()] if self._value.ndim == 0 else self._value.copy()
 
     def read_value(self) -> EagerTensor:
-        """The current value as an eager tensor linked to this Variable (one 'read')."""
+        """The current value as an eager tensor linked to this Variable (one 'read').
+
+        Every recording tape that watches accessed variables watches this one (TF's).
+        """
+        for tape in state.recording_tapes():
+            tape._read(self)
         return EagerTensor(self._value, variable=self)
 
     value = read_value

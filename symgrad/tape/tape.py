@@ -36,6 +36,13 @@ class NotRecordingError(TapeError, ValueError):
     """``stop_recording`` on a tape that is not recording (TF raises ValueError)."""
 
 
+class TapeReentryError(TapeError, ValueError):
+    """Entering a tape that is already recording (TF raises ValueError)."""
+
+
+ONCE = "GradientTape.gradient can only be called once on non-persistent tapes"
+
+
 class GradientTape:
     """Records eager ops on watched values; ``gradient`` runs the reverse pass.
 
@@ -59,8 +66,9 @@ class GradientTape:
     # --- context -------------------------------------------------------------------------
     def __enter__(self) -> "GradientTape":
         if state.is_active(self):
-            raise TapeError("GradientTape: this tape is already recording; a tape cannot "
-                            "be entered twice at the same time")
+            raise TapeReentryError("GradientTape: Tape is still recording, This can happen if "
+                                   "you try to re-enter an already-active tape (the tape is "
+                                   "already recording)")
         state.push(self)
         self._recording = True
         return self
@@ -100,8 +108,14 @@ class GradientTape:
                 self._variables.setdefault(value._id, value)
 
     def watched_variables(self) -> tuple:
-        """The Variables this tape watches, in the order they were first watched."""
-        return tuple(self._variables.values())
+        """The Variables this tape watches, in the order they were created (TF's)."""
+        return tuple(sorted(self._variables.values(), key=lambda v: v._id))
+
+    def _read(self, variable: Variable) -> None:
+        """A Variable was read while this tape records: watch it (TF's rule)."""
+        if (self.watch_accessed_variables and variable.trainable
+                and is_floating(variable.dtype)):
+            self.watch(variable)
 
     def _watches(self, value: EagerTensor) -> bool:
         if value._id in self._watched:
@@ -126,9 +140,9 @@ class GradientTape:
     # --- gradients --------------------------------------------------------------------------
     def _start_call(self, api: str) -> None:
         if self._used and not self.persistent:
-            raise TapeError(f"GradientTape.{api}: this non-persistent tape was already used; "
-                            "create it with sg.GradientTape(persistent=True) to call "
-                            "gradient/jacobian more than once")
+            raise TapeError(f"{ONCE} (GradientTape.{api}: this non-persistent tape was "
+                            "already used; create it with sg.GradientTape(persistent=True) "
+                            "to call gradient/jacobian more than once)")
         self._used = True
 
     def _finish_call(self) -> None:
@@ -206,6 +220,15 @@ class GradientTape:
         results = [self._stack(y, s, [row[k] for row in rows], rule)
                    for k, s in enumerate(flat_sources)]
         return unflatten(sources, results)
+
+    def batch_jacobian(self, target: Any, source: Any, unconnected_gradients: Any = "none",
+                       parallel_iterations: Any = None,
+                       experimental_use_pfor: bool = True) -> Any:
+        """TF's batch Jacobian: shape ``target.shape + source.shape[1:]``, entry
+        ``[b, i, j] = d sum_m target[m, i] / d source[b, j]`` (see ``tape/batch.py``)."""
+        from .batch import batch_jacobian
+
+        return batch_jacobian(self, target, source, unconnected_gradients)
 
     def _jacobian_row(self, y: EagerTensor, index: tuple, sources: list) -> list:
         seed = np.zeros(y.shape, y.dtype)

@@ -84,3 +84,36 @@ def _decode_key_item(item: Any) -> Any:
     if item == "...":
         return Ellipsis
     return item
+
+
+# v2 elementwise: the new elementwise ops, reductions and normalisers by name
+V2_UNARY = frozenset(
+    "reciprocal rsqrt cbrt log2 log10 exp2 erfc erfinv lgamma digamma log_sigmoid softsign "
+    "elu selu relu6 silu".split()
+)
+V2_BINARY = frozenset("logaddexp hypot xlogy xlog1py xdivy div_no_nan mul_no_nan "
+                      "squared_difference floordiv".split())
+V2_REDUCTIONS = frozenset({"reduce_logsumexp", "reduce_variance", "reduce_std", "norm"})
+_apply_op_v1 = apply_op
+
+
+def apply_op(sg: Any, op: str, args: list[Any], attrs: dict) -> Any:  # noqa: F811
+    """``apply_op`` with the v2 elementwise ops (the v1 table above is unchanged)."""
+    if op in V2_UNARY:
+        return getattr(sg, op)(args[0])
+    if op in V2_BINARY:
+        return getattr(sg, op)(args[0], args[1])
+    if op == "floormod":
+        return args[0] % args[1] if attrs.get("operator") else sg.floormod(args[0], args[1])
+    if op == "gelu":
+        return sg.gelu(args[0], approximate=bool(attrs.get("approximate", False)))
+    if op == "leaky_relu":
+        return sg.leaky_relu(args[0], **({"alpha": attrs["alpha"]} if "alpha" in attrs else {}))
+    if op in V2_REDUCTIONS:
+        return getattr(sg, op)(args[0], axis=decode_axis(attrs.get("axis")),
+                               keepdims=bool(attrs.get("keepdims", False)))
+    if op in ("softmax", "log_softmax"):
+        return getattr(sg, op)(args[0], axis=attrs.get("axis", -1))
+    if op == "clip_by_value":
+        return sg.clip_by_value(args[0], args[1], args[2])
+    return _apply_op_v1(sg, op, args, attrs)

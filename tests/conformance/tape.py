@@ -24,6 +24,8 @@ from tests.conformance.loader import is_list_ref, resolve_grad_ys, resolve_ref, 
 from tests.conformance.ops import apply_op
 
 FLOAT_DTYPES = frozenset({"float16", "float32", "float64"})
+# node ops that own a nested tape (README, "Tape mode for v2": batch_jacobian too)
+NESTED_TAPE_OPS = frozenset({"gradients", "batch_jacobian"})
 
 
 @dataclass
@@ -62,7 +64,7 @@ def watched_ids(case: dict) -> set[str]:
     """Ids watched by every open tape: float placeholders and the xs of every call."""
     ids = {node["id"] for node in case["nodes"]
            if node["op"] == "placeholder" and node["attrs"]["dtype"] in FLOAT_DTYPES}
-    specs = [case] + [node["attrs"] for node in case["nodes"] if node["op"] == "gradients"]
+    specs = [case] + [node["attrs"] for node in case["nodes"] if node["op"] in NESTED_TAPE_OPS]
     for spec in specs:
         xs = spec["xs"] if is_list_ref(spec["xs"]) else [spec["xs"]]
         ids.update(ref for ref in xs if isinstance(ref, str))
@@ -71,7 +73,7 @@ def watched_ids(case: dict) -> set[str]:
 
 def run_tape_nodes(case: dict, sg: Any) -> TapeRun:
     """Compute every node eagerly under the case's tapes (errors here are phase 'graph')."""
-    gradient_nodes = [node["id"] for node in case["nodes"] if node["op"] == "gradients"]
+    gradient_nodes = [node["id"] for node in case["nodes"] if node["op"] in NESTED_TAPE_OPS]
     open_tapes: list[Any] = []  # outermost first
     for _ in range(len(gradient_nodes) + 1):  # the top-level tape, then the last node's ...
         open_tapes.append(sg.GradientTape().__enter__())
@@ -80,10 +82,10 @@ def run_tape_nodes(case: dict, sg: Any) -> TapeRun:
     values: dict[str, Any] = {}
     try:
         for node in case["nodes"]:
-            if node["op"] == "gradients":
+            if node["op"] in NESTED_TAPE_OPS:
                 inner = open_tapes.pop()
                 inner.__exit__(None, None, None)
-                values[node["id"]] = _node_gradient(inner, node["attrs"], values)
+                values[node["id"]] = _node_gradient(inner, node, values)
             else:
                 values[node["id"]] = _eager_value(sg, case, node, values)
             if node["id"] in watch:
@@ -96,8 +98,13 @@ def run_tape_nodes(case: dict, sg: Any) -> TapeRun:
     return TapeRun(case=case, values=values, tape=top)
 
 
-def _node_gradient(tape: Any, attrs: dict, values: dict[str, Any]) -> Any:
-    """``tape.gradient(...)[index]``; a single x gives a single gradient (index 0)."""
+def _node_gradient(tape: Any, node: dict, values: dict[str, Any]) -> Any:
+    """``tape.gradient(...)[index]``; a single x gives a single gradient (index 0).
+    A ``batch_jacobian`` node: ``tape.batch_jacobian(target, source)``."""
+    attrs = node["attrs"]
+    if node["op"] == "batch_jacobian":
+        return tape.batch_jacobian(resolve_ref(attrs["ys"], values),
+                                   resolve_ref(attrs["xs"], values))
     args, kwargs = tape_gradient_args(attrs, values)
     result = tape.gradient(*args, **kwargs)
     return result[attrs.get("index", 0)] if is_list_ref(attrs["xs"]) else result

@@ -1,0 +1,182 @@
+"""``CompiledFunction.explain()``: the plan as a readable report.
+
+For each unit, in the order the driver runs them: a kernel's ops, loop shape, what it
+reads and writes (stored values, sums, scatters); a step's op; a loop nest's kernels.
+Then every temporary (a value one unit writes and a later unit reads, not an output) with
+its bytes, and for every fusion boundary (a kernel reading what another unit computed)
+the rule that kept the two apart.
+
+>>> import symgrad as sg
+>>> x = sg.placeholder("x", shape=(3, 4))
+>>> s = sg.sin(x, name="s")
+>>> y = sg.reduce_sum(sg.exp(sg.transpose(s, name="sT")) * 2.0, name="y")
+>>> print(sg.function([x], y).explain())
+sg.function target='cpu': 2 kernels, 1 step, inputs x float64 (3, 4)
+kernel 0  loop (3, 4)  ops: sin
+  reads  x float64 (3, 4)
+  writes s float64 (3, 4) (stored)
+step      transpose 'sT' -> (4, 3) (numpy view)
+kernel 1  loop (4, 3)  ops: exp, multiply
+  reads  sT float64 (4, 3)
+  writes y float64 () (sum over axes (0, 1))
+temporaries: 1, 96 bytes
+  s float64 (3, 4): 96 bytes
+fusion boundaries:
+  step 'sT' -> kernel 1: sT is a transpose step (structural ops run between kernels)
+  kernel 0 -> step 'sT': transpose is structural (runs between kernels)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Optional
+
+from ..shapes import format_shape, is_fully_known
+from .nest import Nest
+from .regions import Kernel, Plan, Step
+
+_VIEWS = {"getitem", "transpose", "expand_dims", "reshape", "reshape_like", "broadcast_like"}
+
+
+def _value(node) -> str:
+    return f"{node.name} {node.dtype.name} {format_shape(node.shape)}"
+
+
+def _bytes(node) -> Optional[int]:
+    if not is_fully_known(node.shape):
+        return None
+    size = 1
+    for d in node.shape:
+        size *= d
+    return size * node.dtype.itemsize
+
+
+def _output_text(out) -> str:
+    if out.is_scatter:
+        return f"{_value(out.node)} (scatter-add of {out.source.name})"
+    if out.is_reduction:
+        what = "mean" if out.mean else "sum"
+        return f"{_value(out.node)} ({what} over axes {tuple(out.axes)})"
+    return f"{_value(out.node)} (stored)"
+
+
+def _kernel_lines(k: Kernel, label: str) -> list:
+    ops = Counter(n.op.name for n in k.nodes)
+    names = ", ".join(op if c == 1 else f"{op} x{c}" for op, c in sorted(ops.items()))
+    lines = [f"{label}  loop {format_shape(k.dims or k.shape)}  ops: {names}"]
+    lines += [f"  reads  {_value(i)}" for i in k.inputs]
+    seen: set = set()
+    for o in k.outputs:
+        if id(o.node) not in seen:
+            seen.add(id(o.node))
+            lines.append(f"  writes {_output_text(o)}")
+    return lines
+
+
+def _step_line(step: Step) -> str:
+    node = step.node
+    how = "numpy view" if node.op.name in _VIEWS else "numpy"
+    return (f"step      {node.op.name} '{node.name}' -> {format_shape(node.shape)} ({how})")
+
+
+def _units(plan: Plan) -> list:
+    lines = []
+    for unit in plan.units:
+        if isinstance(unit, Kernel):
+            lines += _kernel_lines(unit, f"kernel {unit.index}")
+        elif isinstance(unit, Nest):
+            lines.append(f"nest {unit.index}  one loop over {format_shape(unit.outer.shape)} "
+                         f"for kernels {', '.join(str(k.index) for k in unit.kernels)}")
+            for k in unit.kernels:
+                lines += ["  " + line for line in _kernel_lines(k, f"kernel {k.index}")]
+        else:
+            lines.append(_step_line(unit))
+    return lines
+
+
+def _producers(plan: Plan) -> dict:
+    """id(node) -> the unit that computes it."""
+    out: dict = {}
+    for unit in plan.units:
+        if isinstance(unit, Step):
+            out[id(unit.node)] = unit
+            continue
+        for k in (unit.kernels if isinstance(unit, Nest) else [unit]):
+            for n in k.nodes:
+                out[id(n)] = k
+            for o in k.outputs:
+                out[id(o.node)] = k
+    return out
+
+
+def _rule(node, producer, consumer: Kernel) -> str:
+    """Why ``consumer`` reads ``node`` from memory instead of computing it in its loop."""
+    if isinstance(producer, Step):
+        return (f"{node.name} is a {node.op.name} step (structural ops run between kernels)")
+    out = next((o for o in producer.outputs if o.node is node), None)
+    if out is not None and out.is_scatter:
+        return f"{node.name} is a scatter buffer, complete only after kernel {producer.index}"
+    if out is not None and out.is_reduction:
+        return (f"{node.name} is a reduction, complete only after kernel {producer.index}'s "
+                "loop")
+    if producer.dims != consumer.dims:
+        return (f"loop shapes differ: kernel {producer.index} {format_shape(producer.dims)} "
+                f"vs kernel {consumer.index} {format_shape(consumer.dims)}")
+    return (f"same loop shape, but kernel {consumer.index} also depends on kernel "
+            f"{producer.index} through another unit (one loop would form a cycle)")
+
+
+def _boundaries(plan: Plan, producers: dict) -> list:
+    lines = []
+    for k in plan.kernels:
+        for i in k.inputs:
+            producer = producers.get(id(i))
+            if producer is None or producer is k:
+                continue
+            where = f"step '{i.name}'" if isinstance(producer, Step) else \
+                f"kernel {producer.index}"
+            lines.append(f"  {where} -> kernel {k.index}: {_rule(i, producer, k)}")
+    for unit in plan.units:
+        if not isinstance(unit, Step):
+            continue
+        for i in unit.node.inputs:
+            producer = producers.get(id(i))
+            if isinstance(producer, Kernel):
+                lines.append(f"  kernel {producer.index} -> step '{unit.node.name}': "
+                             f"{unit.node.op.name} is structural (runs between kernels)")
+    return lines
+
+
+def _temporaries(plan: Plan) -> list:
+    """Values a unit writes that are not outputs: (node, bytes or None)."""
+    wanted = {id(o) for o in plan.outputs if o is not None}
+    temps, seen = [], set()
+    for k in plan.kernels:
+        for o in k.outputs:
+            if id(o.node) not in wanted and id(o.node) not in seen:
+                seen.add(id(o.node))
+                temps.append((o.node, _bytes(o.node)))
+    for unit in plan.units:
+        if isinstance(unit, Step) and id(unit.node) not in wanted and \
+                unit.node.op.name not in _VIEWS:
+            temps.append((unit.node, _bytes(unit.node)))
+    return temps
+
+
+def explain(plan: Plan, target: str, inputs: list) -> str:
+    """The report of ``plan`` (see the module docstring)."""
+    kernels = len(plan.kernels)
+    steps = sum(isinstance(u, Step) for u in plan.units)
+    ins = ", ".join(f"{p.name} {p.dtype.name} {format_shape(p.shape)}" for p in inputs)
+    head = (f"sg.function target={target!r}: {kernels} kernel{'s' * (kernels != 1)}, "
+            f"{steps} step{'s' * (steps != 1)}, inputs {ins or 'none'}")
+    lines = [head] + _units(plan)
+    temps = _temporaries(plan)
+    known = sum(b for _, b in temps if b is not None)
+    lines.append(f"temporaries: {len(temps)}, {known} bytes"
+                 + (" + unknown lengths" if any(b is None for _, b in temps) else ""))
+    lines += [f"  {_value(n)}: {'?' if b is None else b} bytes" for n, b in temps]
+    bounds = _boundaries(plan, _producers(plan))
+    lines.append("fusion boundaries:" + ("" if bounds else " none"))
+    lines += bounds
+    return "\n".join(lines)

@@ -1,0 +1,159 @@
+"""numba's side of the cache: where numba may keep (and load) its cache files, whether those
+directories pass OpenSSH's ownership check, a guard that turns a fault of one of numba's
+files into a compile, and the lock that numba's ``workqueue`` threading layer needs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import threading
+import types
+from pathlib import Path
+from typing import Callable, Optional
+
+from .trust import warn_once
+
+_PARALLEL_LOCK = threading.Lock()  # numba's workqueue layer: one parallel launch at a time
+
+
+# --- numba's cache directory ------------------------------------------------------------
+
+def numba_cache_dirs(module_file: Path) -> list:
+    """Every directory numba may keep (and load) its cache of ``module_file``'s functions
+    in: ``$NUMBA_CACHE_DIR``'s subfolder when set, ``__pycache__`` beside the module, and
+    numba's user-wide folder (numba falls back along that list when one is unwritable)."""
+    from numba.core import config
+
+    folder = os.path.dirname(os.path.abspath(module_file))
+    subpath = os.path.basename(folder) + "_" + hashlib.sha1(folder.encode()).hexdigest()
+    dirs = [Path(config.CACHE_DIR) / subpath] if config.CACHE_DIR else []
+    dirs.append(Path(folder) / "__pycache__")
+    try:
+        from numba.misc.appdirs import AppDirs
+        dirs.append(Path(AppDirs(appname="numba", appauthor=False).user_cache_dir) / subpath)
+    except Exception:        # noqa: BLE001 - numba moved it: the other checks still hold
+        pass
+    return dirs
+
+
+def numba_cache_allowed(module_file: Path) -> bool:
+    """Whether numba may keep its cache (pickles it will load and run) for the module in
+    ``module_file``: every directory it may use must pass ``safe_directory``. Beside the
+    module, ``__pycache__`` is made first (mode 0700), so it cannot be planted after the
+    check; elsewhere the nearest existing ancestor is checked."""
+    dirs = numba_cache_dirs(module_file)
+    try:
+        (Path(module_file).parent / "__pycache__").mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        pass                 # numba cannot make it either: the existing ancestor is checked
+    for target in dirs:
+        probe = target
+        while not probe.exists() and probe.parent != probe:
+            probe = probe.parent
+        problem = safe_directory(probe, created=probe != target)
+        if problem:
+            warn_once(probe, f"numba's cache there is off: {problem}",
+                      "use a cache directory that only you own and can write (chmod go-w)")
+            return False
+    return True
+
+
+def safe_directory(path: Path, created: bool = False) -> Optional[str]:
+    """None if ``path`` and every parent are owned by this user or root and writable by
+    nobody else (a sticky world-writable parent such as /tmp is accepted; so is ``path``
+    itself when ``created``: the directory we need will be made inside it), else why not.
+
+    >>> safe_directory(Path("/")) is None
+    True
+    """
+    uid = os.getuid()
+    current = path.resolve()
+    first = not created
+    while True:
+        try:
+            info = os.lstat(current)
+        except OSError as exc:
+            return f"{current} cannot be inspected ({exc.strerror})"
+        if info.st_uid not in (uid, 0):
+            return f"{current} is owned by another user"
+        writable = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        if writable and (first or not info.st_mode & stat.S_ISVTX):
+            return f"{current} is writable by group or others"
+        if current.parent == current:
+            return None
+        current, first = current.parent, False
+
+def guard_numba_cache(module: types.ModuleType) -> None:
+    """Wrap the cache of each kernel of ``module`` in ``_GuardedCache``."""
+    for value in list(vars(module).values()):
+        inner = getattr(value, "_cache", None)
+        if hasattr(inner, "load_overload") and not isinstance(inner, _GuardedCache):
+            value._cache = _GuardedCache(inner, Path(module.__file__).parent / "__pycache__")
+
+
+class _GuardedCache:
+    """numba's cache of one kernel, where a fault (a truncated, corrupted or foreign index
+    or data file, a full disk) means compiling as if there were no cache file, with one
+    warning; a broken index is emptied so that the next save repairs it."""
+
+    def __init__(self, inner: object, where: Path):
+        self._inner, self._where = inner, where
+
+    def load_overload(self, sig: object, target_context: object) -> object:
+        try:
+            return self._inner.load_overload(sig, target_context)
+        except Exception as exc:     # noqa: BLE001 - any fault: compile instead
+            self._fault("read", exc)
+            try:
+                self._inner.flush()
+            except Exception:        # noqa: BLE001 - saving will warn if it matters
+                pass
+            return None
+
+    def save_overload(self, sig: object, data: object) -> None:
+        try:
+            self._inner.save_overload(sig, data)
+        except Exception as exc:     # noqa: BLE001 - the kernel works without its file
+            self._fault("written", exc)
+
+    def _fault(self, verb: str, exc: Exception) -> None:
+        warn_once(self._where, f"numba's cache file cannot be {verb} "
+                  f"({type(exc).__name__}); compiled without it",
+                  "nothing to do (remove that folder to stop this warning)")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+def guard_parallel(module: types.ModuleType) -> None:
+    """Under numba's ``workqueue`` threading layer (not thread-safe: numba aborts the
+    process when two threads launch parallel kernels at once), route the module's
+    ``parallel=True`` kernels through one process-wide lock. tbb and omp need nothing."""
+    from numba.core.dispatcher import Dispatcher
+
+    kernels = {k: v for k, v in vars(module).items()
+               if isinstance(v, Dispatcher) and v.targetoptions.get("parallel")}
+    if not kernels or _threadsafe_layer():
+        return
+    for attr, kernel in kernels.items():
+        setattr(module, attr, _serialised(kernel))
+
+
+def _threadsafe_layer() -> bool:
+    import numba
+    try:
+        from numba.np.ufunc import parallel
+        parallel._launch_threads()          # what numba does at the first parallel launch
+        return numba.threading_layer() != "workqueue"
+    except Exception:        # noqa: BLE001 - unknown: serialising is always correct
+        return False
+
+
+def _serialised(kernel: Callable) -> Callable:
+    def launch(*args):
+        with _PARALLEL_LOCK:
+            return kernel(*args)
+    launch.__wrapped__ = kernel
+    launch.__name__ = getattr(kernel, "__name__", "kernel")
+    return launch

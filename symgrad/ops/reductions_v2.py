@@ -1,0 +1,108 @@
+"""v2 reductions and normalisers: ``reduce_logsumexp``, ``reduce_variance``, ``reduce_std``,
+``norm``, ``softmax``, ``log_softmax`` and ``clip_by_value``.
+
+Each is TensorFlow's own composite of existing ops (``math_ops.py``, ``nn_ops.py``,
+``clip_ops.py``), so its gradients are TF's by the chain rule, it fuses into the
+surrounding kernels, and it runs eagerly on the tape. ``norm`` differs from TF by one
+deliberate choice: its square root (the internal ``norm_sqrt`` record) has derivative 0 at
+0, so the gradient at the zero vector is 0 (TF: 0/0 = nan).
+
+>>> import symgrad as sg
+>>> x = sg.placeholder("x", shape=(2, 3))
+>>> y = sg.reduce_logsumexp(x, axis=1)
+>>> sg.evaluate(y, {x: [[0.0, 0.0, 0.0], [1000.0, 1000.0, -1000.0]]}).round(6)
+array([   1.098612, 1000.693147])
+>>> sg.evaluate(sg.gradients(sg.norm(x), x)[0], {x: [[0.0] * 3] * 2})
+array([[0., 0., 0.],
+       [0., 0., 0.]])
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ..shapes import normalize_axes
+from . import api as F
+from . import sympy_functions_v2 as tf2
+from .api import _rank
+from .registry import apply, elementwise
+
+Axis = Optional["int | Sequence[int]"]
+
+
+def _axes(x, axis, op: str) -> tuple:
+    """``axis`` checked and made non-negative (a ShapeError naming ``op`` otherwise)."""
+    return normalize_axes(axis, _rank(x), f"sg.{op}")
+
+
+def _axis(x, axis: int, op: str) -> int:
+    if not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"sg.{op}: axis must be an int, got {type(axis).__name__}")
+    return _axes(x, int(axis), op)[0]
+
+
+def _norm_sqrt_vjp(g, out, s):
+    positive = out > 0
+    return (F.where(positive, g * 0.5 / F.where(positive, out, 1.0), 0.0),)
+
+
+norm_sqrt = elementwise("norm_sqrt", np.sqrt, tf2.NormSqrt, vjp=_norm_sqrt_vjp,
+                        domain=(0.2, 3.0), public=False)
+
+
+def reduce_logsumexp(x, axis: Axis = None, keepdims: bool = False, name: Optional[str] = None):
+    """log(sum(exp(x))) over ``axis``, shifted by the (finite) max as TF does; an all
+    ``-inf`` row gives ``-inf`` and a nan gradient (TF)."""
+    axis = _axes(x, axis, "reduce_logsumexp")
+    raw_max = F.reduce_max(x, axis=axis, keepdims=True)
+    finite = F.less(F.abs(raw_max), np.inf)
+    shift = F.stop_gradient(F.where(finite, raw_max, F.zeros_like(raw_max)))
+    total = F.reduce_sum(F.exp(F.subtract(x, shift)), axis=axis, keepdims=keepdims)
+    return F.add(F.log(total), F.reduce_sum(shift, axis=axis, keepdims=keepdims), name=name)
+
+
+def reduce_variance(x, axis: Axis = None, keepdims: bool = False,
+                    name: Optional[str] = None):
+    """Population variance over ``axis`` (TF: mean of squared deviations)."""
+    axis = _axes(x, axis, "reduce_variance")
+    means = F.reduce_mean(x, axis=axis, keepdims=True)
+    return F.reduce_mean(F.square(F.subtract(x, means)), axis=axis, keepdims=keepdims,
+                         name=name)
+
+
+def reduce_std(x, axis: Axis = None, keepdims: bool = False, name: Optional[str] = None):
+    """Population standard deviation; a constant row has a nan gradient (TF)."""
+    axis = _axes(x, axis, "reduce_std")
+    return F.sqrt(reduce_variance(x, axis=axis, keepdims=keepdims), name=name)
+
+
+def norm(x, axis: Axis = None, keepdims: bool = False, name: Optional[str] = None):
+    """Euclidean norm over ``axis`` (all axes by default: Frobenius for a matrix). The
+    gradient is x / norm, and 0 at the zero vector (TF: nan)."""
+    axis = _axes(x, axis, "norm")
+    total = F.reduce_sum(F.square(x), axis=axis, keepdims=keepdims)
+    return apply(norm_sqrt, (total,), None, name)
+
+
+def softmax(x, axis: int = -1, name: Optional[str] = None):
+    """exp(x) / sum(exp(x)) along ``axis``, shifted by the max."""
+    axis = _axis(x, axis, "softmax")
+    shift = F.stop_gradient(F.reduce_max(x, axis=axis, keepdims=True))
+    e = F.exp(F.subtract(x, shift))
+    return F.divide(e, F.reduce_sum(e, axis=axis, keepdims=True), name=name)
+
+
+def log_softmax(x, axis: int = -1, name: Optional[str] = None):
+    """x - logsumexp(x) along ``axis``, stable for large values."""
+    axis = _axis(x, axis, "log_softmax")
+    shifted = F.subtract(x, F.stop_gradient(F.reduce_max(x, axis=axis, keepdims=True)))
+    return F.subtract(shifted, F.log(F.reduce_sum(F.exp(shifted), axis=axis, keepdims=True)),
+                      name=name)
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name: Optional[str] = None):
+    """min(max(t, lo), hi) as TF composes it (``maximum(minimum(t, hi), lo)``): t receives
+    the gradient where lo <= t <= hi, a bound only where t is strictly beyond it."""
+    return F.maximum(F.minimum(t, clip_value_max), clip_value_min, name=name)

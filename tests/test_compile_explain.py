@@ -1,0 +1,124 @@
+"""f.explain(), the notebook displays, and the compile log (issue 8, 'seeing what the
+compiler did')."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import symgrad as sg
+
+
+def _softmax_loss():
+    x = sg.placeholder("x", (4, 5))
+    w = sg.placeholder("w", (5, 3))
+    h = sg.tanh(sg.matmul(sg.sin(x, name="sx"), w, name="h"), name="th")
+    e = sg.exp(h - sg.reduce_max(h, axis=1, keepdims=True, name="hmax"), name="e")
+    p = e / sg.reduce_sum(e, axis=1, keepdims=True, name="z")
+    loss = sg.reduce_sum(p * p, name="loss")
+    return [x, w], [loss] + sg.gradients(loss, [x, w])
+
+
+def test_explain_names_kernels_steps_temporaries_and_boundaries():
+    inputs, outputs = _softmax_loss()
+    f = sg.function(inputs, outputs)
+    report = f.explain()
+    lines = report.splitlines()
+    assert lines[0].startswith("sg.function target='cpu': ")
+    for k in f.plan.kernels:
+        assert any(line.strip().startswith(f"kernel {k.index}  loop ") for line in lines)
+    assert "step      matmul 'h' -> (4, 3) (numpy)" in lines
+    assert "  reads  w float64 (5, 3)" not in lines[1:3]
+    # the stored sin(x) (4 x 5 float64) is a temporary: 160 bytes
+    assert "  sx float64 (4, 5): 160 bytes" in lines
+    temps = next(line for line in lines if line.startswith("temporaries: "))
+    count = int(temps.split()[1].rstrip(","))
+    assert count == sum(1 for line in lines if line.endswith(" bytes") and
+                        line.startswith("  ") and ": " in line)
+    bounds = lines[lines.index("fusion boundaries:") + 1:]
+    assert any("h is a matmul step (structural ops run between kernels)" in b for b in bounds)
+    assert any("is a reduction, complete only after kernel" in b for b in bounds)
+    np.testing.assert_allclose(f(np.ones((4, 5)), np.ones((5, 3)))[0],
+                               sg.evaluate(outputs[0], {inputs[0]: np.ones((4, 5)),
+                                                        inputs[1]: np.ones((5, 3))}))
+
+
+def test_explain_shape_boundary_and_unknown_lengths():
+    x = sg.placeholder("x", (None, 3))
+    y = sg.placeholder("y", (3,))
+    sx = sg.sin(x, name="sx")
+    s = sg.reduce_sum(sx, axis=0, name="colsum")
+    out = sg.cos(s * y, name="out")
+    t = sg.exp(sg.transpose(sx, name="sxT"), name="t")
+    report = sg.function([x, y], [out, t]).explain()
+    assert "loop (?0, 3)" in report
+    assert "colsum is a reduction, complete only after kernel 0's loop" in report
+    assert "  colsum float64 (3,): 24 bytes" in report
+    assert "  sx float64 (None, 3): ? bytes" in report
+    assert "24 bytes + unknown lengths" in report
+
+
+def test_notebook_displays():
+    x = sg.placeholder("x", (3,))
+    y = sg.sin(x) * x
+    assert y._repr_latex_() == "$" + sg.latex(y) + "$"
+    assert sg.matmul(sg.reshape(x, (1, 3)), sg.reshape(x, (3, 1)))._repr_latex_() is None
+    f = sg.function([x], sg.reduce_sum(y))
+    html = f._repr_html_()
+    assert html.startswith("<pre>&lt;sg.function") and "kernel 0  loop (3,)" in html
+
+    class Printer:
+        text_ = ""
+
+        def text(self, t):
+            self.text_ += t
+
+    p = Printer()
+    f._repr_pretty_(p, False)
+    assert p.text_ == repr(f) + "\n" + f.explain()
+
+
+def test_compile_phases_are_logged(caplog):
+    x = sg.placeholder("x", (3,))
+    with caplog.at_level(logging.DEBUG, logger="symgrad"):
+        sg.function([x], sg.reduce_sum(sg.cos(x) * 3.0))
+    records = [r for r in caplog.records if r.name == "symgrad"]
+    debug = [r.getMessage() for r in records if r.levelno == logging.DEBUG]
+    phases = [m.split(": ", 1)[1].rsplit(" ", 2)[0] for m in debug]
+    assert phases[:2] == ["fold", "plan"] and phases[-1] == "module (cache or build)"
+    info = [r.getMessage() for r in records if r.levelno == logging.INFO]
+    assert len(info) == 1 and info[0].startswith("sg.function f(x) target='cpu' compiled in ")
+
+
+def test_long_compile_shows_progress_on_a_terminal(monkeypatch):
+    import io
+    import time
+
+    from symgrad.compile import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    term = Terminal()
+    monkeypatch.setattr(progress.sys, "stderr", term)
+    monkeypatch.setattr(progress, "SHOW_AFTER", 0.05)
+    phases = progress.Phases("f(x)")
+    with phases.phase("fold"):
+        time.sleep(0.3)
+    with phases.phase("plan"):
+        pass
+    phases.done()
+    lines = term.getvalue().splitlines()
+    assert [line.split(": ")[2].split(" (")[0] for line in lines] == \
+        ["fold...", "plan...", "done"]
+    assert all(line.startswith("symgrad: compiling f(x): ") for line in lines)
+    quiet = io.StringIO()                       # not a terminal: nothing is written
+    monkeypatch.setattr(progress.sys, "stderr", quiet)
+    phases = progress.Phases("f(x)")
+    with phases.phase("fold"):
+        time.sleep(0.2)
+    phases.done()
+    assert quiet.getvalue() == ""
