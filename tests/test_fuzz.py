@@ -151,6 +151,23 @@ def placeholders():
 def arrays():
     return [np.array([-1.838, -0.034, -0.701], dtype='float64')]
 ''',
+    "logical-on-numbers": '''# symgrad fuzz program, seed 2058
+import numpy as np
+import symgrad as sg
+
+
+def fn(x1):
+    v6 = sg.logical_and(x1, 3.0)
+    return [x1 * 2.0, v6]
+
+
+def placeholders():
+    return [sg.placeholder('x1', (), 'float64')]
+
+
+def arrays():
+    return [np.array(0.578, dtype='float64')]
+''',
     "pow0-NaN": '''# symgrad fuzz program, seed 0 (written by hand: issue 8's singular point)
 import numpy as np
 import symgrad as sg
