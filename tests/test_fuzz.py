@@ -151,6 +151,24 @@ def placeholders():
 def arrays():
     return [np.array([-1.838, -0.034, -0.701], dtype='float64')]
 ''',
+    "ITE": '''# symgrad fuzz program, seed 2178
+import numpy as np
+import symgrad as sg
+
+
+def fn(x0, x1):
+    v4 = sg.where((x0 >= -0.22), x0, x1)
+    v7 = sg.minimum(x1, v4)
+    return [v7, v4, x0]
+
+
+def placeholders():
+    return [sg.placeholder('x0', (3,), 'float32'), sg.placeholder('x1', (), 'float32')]
+
+
+def arrays():
+    return [np.array([-1.939, -0.938, -1.367], dtype='float32'), np.array(-1.931, dtype='float32')]
+''',
     "logical-on-numbers": '''# symgrad fuzz program, seed 2058
 import numpy as np
 import symgrad as sg
