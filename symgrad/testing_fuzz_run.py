@@ -221,6 +221,8 @@ KNOWN = {  # failure classes being fixed in the compiler (issue 8, item 3)
     "pow0-NaN": "compiled code folds d/dx x**0.0 to 0 where sg.evaluate gives NaN",
     "index-0d": "0-d results of indexing do not compile",
     # found by this fuzzer:
+    "logical-on-numbers": "logical_and/or/not of float operands (numpy: nonzero is True) "
+                          "does not compile (sympy: 'expecting bool or Boolean')",
     "bool-operand": "a bool tensor as an operand of arithmetic or of a comparison does not "
                     "compile (sympy: 'Relational cannot be used in Add')",
 }
@@ -233,7 +235,10 @@ def classify(outcome: Outcome) -> str:
         return "ITE"
     if "_Cycle" in message or "cycle" in message.lower():
         return "_Cycle"
-    if re.search(r"Relational|LessThan|GreaterThan|Equality|compare inequalities", message):
+    if "expecting bool or Boolean" in message:
+        return "logical-on-numbers"
+    if re.search(r"Relational|LessThan|GreaterThan|Equality|Boolean|compare inequalities",
+                 message):
         return "bool-operand"
     if outcome.engine in TARGETS and "pow0" in tags and "nan" in message.lower():
         return "pow0-NaN"
