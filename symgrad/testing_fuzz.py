@@ -276,6 +276,9 @@ def _bool_source(b: Builder, like: Optional[tuple]) -> Optional[str]:
     if a is None:
         return None
     op = ("<", "<=", ">", ">=")[b.rng.integers(4)]
+    other = b.pick("f", np.broadcast_shapes(a.shape, like) if like is not None else a.shape)
+    if other is not None and other is not a and b.rng.random() < 0.4:
+        return f"({a.name} {op} {other.name})"   # computed values compared (issue 8's ITE)
     return f"({a.name} {op} {float(np.round(b.rng.uniform(-1, 1), 2))!r})"
 
 

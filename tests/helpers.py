@@ -38,3 +38,16 @@ def fd_gradients(y: sg.Tensor, xs: list, feeds: dict, eps: float = 1e-6) -> list
 def uniform(rng: np.random.Generator, domain: tuple, shape: tuple) -> np.ndarray:
     lo, hi = domain
     return rng.uniform(lo, hi, size=shape)
+
+
+def compiled_matches_evaluate(inputs: list, outputs: list, args: tuple, target: str,
+                              rtol: float, atol: float):
+    """``sg.function(inputs, outputs, target)(*args)`` agrees with ``sg.evaluate``; returns
+    the compiled function (for plan inspection)."""
+    f = sg.function(inputs, outputs, target=target)
+    got = f(*args)
+    want = sg.evaluate(outputs, dict(zip(inputs, args)))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    return f

@@ -3,11 +3,14 @@ the reference, keep no n x n temporaries, and fall back to the flat plan otherwi
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
 import symgrad as sg
 from symgrad.compile.nest import INNER_MAX, Nest, nest_outputs
+from tests.helpers import compiled_matches_evaluate
 
 pytestmark = pytest.mark.compiled
 
@@ -17,13 +20,7 @@ def _cache_dir(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "sgcache"))
 
 
-def _check(inputs, outputs, args, target, rtol=1e-11):
-    f = sg.function(inputs, outputs, target=target)
-    got = f(*args)
-    want = sg.evaluate(outputs, dict(zip(inputs, args)))
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-12)
-    return f
+_check = partial(compiled_matches_evaluate, rtol=1e-11, atol=1e-12)
 
 
 def _nests(f) -> list:

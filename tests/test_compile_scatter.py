@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
 import symgrad as sg
+from tests.helpers import compiled_matches_evaluate
 
 pytestmark = pytest.mark.compiled
 
@@ -30,13 +33,7 @@ def _cache_dir(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "sgcache"))
 
 
-def _check(inputs, outputs, args, target):
-    f = sg.function(inputs, outputs, target=target)
-    got = f(*args)
-    want = sg.evaluate(outputs, dict(zip(inputs, args)))
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
-    return f
+_check = partial(compiled_matches_evaluate, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("target", ["cpu", "parallel"])

@@ -13,19 +13,12 @@ from typing import Any, Callable
 import pytest
 
 from tests.conformance.checks import check_values, expect_error
-from tests.conformance.loader import BuiltCase, build_case, import_symgrad, load_cases
+from tests.conformance.loader import (
+    BuiltCase, build_case, case_params, import_symgrad, load_cases,
+)
 
 CASES = load_cases()
 CPU_TARGETS = ("cpu", "parallel")
-
-
-def _params(cases: list[dict]) -> list[Any]:
-    """One pytest param per case, id = case name; cases with ``skip`` are skipped."""
-    params = []
-    for case in cases:
-        marks = [pytest.mark.skip(reason=str(case["skip"]))] if case.get("skip") else []
-        params.append(pytest.param(case, id=case["name"], marks=marks))
-    return params
 
 
 def _runs_compiled(case: dict) -> bool:
@@ -67,7 +60,7 @@ def _error_case(sg: Any, case: dict, run: Callable[[BuiltCase, list[Any]], Any],
 
 # --- sg.evaluate -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("case", _params(CASES))
+@pytest.mark.parametrize("case", case_params(CASES))
 def test_evaluate(case: dict, sg: Any) -> None:
     """``sg.evaluate(sg.gradients(...), feeds)`` gives the case's expected outcome."""
     def evaluate(built: BuiltCase, outputs: list[Any]) -> list[Any]:
@@ -129,7 +122,7 @@ def _target_params() -> list[Any]:
 
 @pytest.mark.compiled
 @pytest.mark.parametrize("target", _target_params())
-@pytest.mark.parametrize("case", _params([c for c in CASES if _runs_compiled(c)]))
+@pytest.mark.parametrize("case", case_params([c for c in CASES if _runs_compiled(c)]))
 def test_function(case: dict, target: str, sg: Any) -> None:
     """``sg.function(placeholders_in_node_order, grads, target=...)(*feeds)`` agrees too."""
     if target == "cuda" and not _cuda_available():

@@ -7,22 +7,8 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-
-
-@sg.custom_gradient
-def log1pexp(x):
-    e = sg.exp(x)
-    return sg.log(1.0 + e), lambda up: up * (1.0 - 1.0 / (1.0 + e))
-
-
-@sg.custom_gradient
-def sin_grad3cos(x):
-    return sg.sin(x), lambda up: 3.0 * up * sg.cos(x)
-
-
-@sg.custom_gradient
-def clip_grad(x):
-    return sg.identity(x), lambda up: sg.minimum(sg.maximum(up, -0.5), 0.5)
+from tests.conformance.presets import clip_grad_norm as clip_grad
+from tests.conformance.presets import log1pexp, sin_grad3cos
 
 
 def _graph_grad(fn, value):

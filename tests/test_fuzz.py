@@ -151,6 +151,58 @@ def placeholders():
 def arrays():
     return [np.array([-1.838, -0.034, -0.701], dtype='float64')]
 ''',
+    "ITE": '''# symgrad fuzz program, seed 2178
+import numpy as np
+import symgrad as sg
+
+
+def fn(x0, x1):
+    v4 = sg.where((x0 >= -0.22), x0, x1)
+    v7 = sg.minimum(x1, v4)
+    return [v7, v4, x0]
+
+
+def placeholders():
+    return [sg.placeholder('x0', (3,), 'float32'), sg.placeholder('x1', (), 'float32')]
+
+
+def arrays():
+    return [np.array([-1.939, -0.938, -1.367], dtype='float32'), np.array(-1.931, dtype='float32')]
+''',
+    "logical-on-numbers": '''# symgrad fuzz program, seed 2058
+import numpy as np
+import symgrad as sg
+
+
+def fn(x1):
+    v6 = sg.logical_and(x1, 3.0)
+    return [x1 * 2.0, v6]
+
+
+def placeholders():
+    return [sg.placeholder('x1', (), 'float64')]
+
+
+def arrays():
+    return [np.array(0.578, dtype='float64')]
+''',
+    "pow0-NaN": '''# symgrad fuzz program, seed 0 (written by hand: issue 8's singular point)
+import numpy as np
+import symgrad as sg
+
+
+def fn(x0):
+    v1 = sg.pow(x0, 0.0)
+    return [v1]
+
+
+def placeholders():
+    return [sg.placeholder('x0', (None,), 'float64')]
+
+
+def arrays():
+    return [np.array([0.0, 1.5], dtype='float64')]
+''',
 }
 
 

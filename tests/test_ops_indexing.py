@@ -7,16 +7,14 @@ tape, compiled cpu/parallel); kinks and errors are hand-computed.
 
 from __future__ import annotations
 
-import builtins
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import symgrad as sg
 from symgrad.errors import GatherIndexError, IndexRangeError
 from symgrad.testing import check_gradients, check_vjp
+from tests.conformance.ops import V2_INDEXING
+from tests.conformance.v2 import check_graph_case, check_tape_case, uses_ops, v2_cases
 
 RNG = np.random.default_rng(20261122)
 X43 = RNG.normal(size=(4, 3))
@@ -328,108 +326,22 @@ def test_compiled_matches_evaluate_to_second_order(name, target):
 
 
 # --- TensorFlow's recorded results (tests/conformance/v2, copied from shared/) -----------------
-V2_DIR = Path(__file__).resolve().parent / "conformance" / "v2"
-MY_OPS = {"gather", "cumsum", "cumprod", "einsum", "tensordot", "argmax", "argmin", "one_hot"}
+def _indexes_with_an_array(case: dict) -> bool:
+    """A getitem node whose key holds an integer array."""
+    return any(isinstance(k, dict) and "array" in k for n in case["nodes"]
+               for k in n.get("attrs", {}).get("key", []))
 
 
-def _my_cases() -> list:
-    cases = []
-    for path in sorted(V2_DIR.glob("*.json")):
-        case = json.loads(path.read_text())
-        ops = {n["op"] for n in case["nodes"]}
-        arrays = any(isinstance(k, dict) and "array" in k for n in case["nodes"]
-                     for k in n.get("attrs", {}).get("key", []))
-        if ops & MY_OPS or arrays:
-            cases.append(pytest.param(case, id=case["name"]))
-    return cases
-
-
-def _apply(op, args, attrs):
-    from tests.conformance.arrays import decode_array
-    from tests.conformance.ops import apply_op
-    if op == "gather":
-        indices = args[1] if len(args) > 1 else decode_array(attrs["indices"])
-        return sg.gather(args[0], indices, axis=attrs.get("axis", 0))
-    if op in ("cumsum", "cumprod"):
-        return getattr(sg, op)(args[0], axis=attrs.get("axis", 0),
-                               exclusive=attrs.get("exclusive", False),
-                               reverse=attrs.get("reverse", False))
-    if op == "einsum":
-        return sg.einsum(attrs["subscripts"], *args)
-    if op == "tensordot":
-        return sg.tensordot(args[0], args[1], attrs["axes"])
-    if op in ("argmax", "argmin"):
-        return getattr(sg, op)(args[0], attrs.get("axis"))
-    if op == "one_hot":
-        return sg.one_hot(args[0], attrs["depth"], dtype=attrs.get("dtype", "float64"))
-    if op == "getitem":
-        key = tuple(decode_array(k["array"]) if isinstance(k, dict) and "array" in k else
-                    slice(*k["slice"]) if isinstance(k, dict) else k for k in attrs["key"])
-        return args[0][key[0] if len(key) == 1 else key]
-    return apply_op(sg, op, args, attrs)
-
-
-def _build(case):
-    from tests.conformance.arrays import decode_array
-    from tests.conformance.loader import gradients_call_args, resolve_ref
-    values, feeds = {}, {}
-    for node in case["nodes"]:
-        node_id, op, attrs = node["id"], node["op"], node.get("attrs", {})
-        if op == "placeholder":
-            values[node_id] = sg.placeholder(node_id, tuple(attrs["shape"]), attrs["dtype"])
-            feeds[values[node_id]] = decode_array(case["feeds"][node_id])
-        elif op == "constant":
-            values[node_id] = sg.constant(decode_array(attrs["value"]),
-                                          dtype=attrs["value"]["dtype"])
-        elif op == "gradients":
-            args, kwargs = gradients_call_args(attrs, values)
-            values[node_id] = sg.gradients(*args, **kwargs)[attrs.get("index", 0)]
-        else:
-            values[node_id] = _apply(op, [resolve_ref(r, values) for r in node["inputs"]],
-                                     attrs)
-    args, kwargs = gradients_call_args(case, values)
-    return (lambda: sg.gradients(*args, **kwargs)), feeds
+TF_CASES = v2_cases(lambda case: uses_ops(V2_INDEXING)(case) or _indexes_with_an_array(case))
 
 
 @pytest.mark.parametrize("target", [None, "cpu"])
-@pytest.mark.parametrize("case", _my_cases())
+@pytest.mark.parametrize("case", TF_CASES)
 def test_tensorflow_v2_cases(case, target):
-    from tests.conformance.arrays import compare
-    expected = case["expected"]
-
-    def run(outputs, feeds):
-        if target is None:
-            return sg.evaluate(outputs, feeds)
-        return sg.function(list(feeds), outputs, target=target)(*feeds.values())
-
-    if expected["outcome"] == "error":
-        with pytest.raises(getattr(builtins, expected["error"])):
-            grads, feeds = _build(case)
-            run(grads(), feeds)
-        return
-    grads, feeds = _build(case)
-    values = run(grads(), feeds)
-    for k, (want, got) in enumerate(zip(expected["values"], values)):
-        problem = compare(want, got)
-        assert problem is None, f"{case['name']} xs[{k}]: {problem}"
+    check_graph_case(case, target)
 
 
-@pytest.mark.parametrize("case", _my_cases())
-def test_tensorflow_v2_cases_on_the_tape(case, monkeypatch):
+@pytest.mark.parametrize("case", TF_CASES)
+def test_tensorflow_v2_cases_on_the_tape(case):
     """The same cases run eagerly under GradientTape (tests/conformance/tape.py's mapping)."""
-    import tests.conformance.tape as tape_harness
-    from tests.conformance.arrays import compare
-    expected = case.get("expected_tape")
-    if expected is None:
-        pytest.skip("no expected_tape")
-    monkeypatch.setattr(tape_harness, "apply_op", lambda _sg, op, args, attrs:
-                        _apply(op, args, attrs))
-    if expected["outcome"] == "error":
-        with pytest.raises(getattr(builtins, expected["error"])):
-            tape_harness.run_tape_nodes(case, sg).gradient()
-        return
-    result = tape_harness.run_tape_nodes(case, sg).gradient()
-    values = result if isinstance(result, list) else [result]
-    for k, (want, got) in enumerate(zip(expected["values"], values)):
-        problem = compare(want, tape_harness.to_numpy(got))
-        assert problem is None, f"{case['name']} (tape) xs[{k}]: {problem}"
+    check_tape_case(case)

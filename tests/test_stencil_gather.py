@@ -3,11 +3,14 @@ are written once per element of the buffer, with no zero-fill, and run under pra
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
 import symgrad as sg
 from symgrad.compile.gather import gather_axes
+from tests.helpers import compiled_matches_evaluate
 
 pytestmark = pytest.mark.compiled
 
@@ -17,13 +20,7 @@ def _cache_dir(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "sgcache"))
 
 
-def _check(inputs, outputs, args, target):
-    f = sg.function(inputs, outputs, target=target)
-    got = f(*args)
-    want = sg.evaluate(outputs, dict(zip(inputs, args)))
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-9)
-    return f
+_check = partial(compiled_matches_evaluate, rtol=1e-10, atol=1e-9)
 
 
 def _gathered(fn) -> list:

@@ -50,8 +50,8 @@ from .driver import kernel_exprs
 from .lower import LoweredKernel
 from .printer import helpers_used
 from .regions import Kernel, KernelOutput, Plan
-from .templates import (OPTIONS, POINT_DECORATOR, input_access, quoted, split_body_source,
-                        subscript_items)
+from .templates import (LONG_POINT_DECORATOR, OPTIONS, POINT_DECORATOR, input_access, quoted,
+                        split_body_source, subscript_items)
 
 BLOCK = 256            # shared-memory slots per block reduction: the largest block launched
 DEVICE_DECORATOR = "@cuda.jit(device=True)"
@@ -98,6 +98,7 @@ def device_body_source(lowered: LoweredKernel, name: str) -> str:
     """The CPU target's scalar body text with the device decorator."""
     text = split_body_source(lowered, name)
     return text.replace(POINT_DECORATOR, DEVICE_DECORATOR).replace(
+        LONG_POINT_DECORATOR, DEVICE_DECORATOR).replace(
         f"@numba.njit({OPTIONS})", DEVICE_DECORATOR)
 
 

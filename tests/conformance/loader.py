@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+import pytest
 
 from tests.conformance.arrays import (
     DEFAULT_ATOL,
@@ -29,9 +30,10 @@ from tests.conformance.arrays import (
 from tests.conformance.ops import apply_op
 
 __all__ = [
-    "FORMAT", "CASES_DIR", "BuiltCase", "load_cases", "build_case", "compare",
+    "FORMAT", "CASES_DIR", "BuiltCase", "load_cases", "case_params", "build_case", "compare",
     "decode_array", "describe", "tolerances", "gradients_call_args", "resolve_ref",
     "resolve_refs", "resolve_grad_ys", "is_list_ref", "describe_ref", "import_symgrad",
+    "GRAPH_GRADIENT_OPS", "aggregation_kwargs",
 ]
 
 FORMAT = "symgrad-oracle/1"
@@ -48,6 +50,16 @@ def load_cases(directory: Path | str = CASES_DIR) -> list[dict]:
             raise ValueError(f"{path}: format {case.get('format')!r}, expected {FORMAT!r}")
         cases.append(case)
     return cases
+
+
+def case_params(cases: list[dict]) -> list[Any]:
+    """One pytest param per case, id = case name; cases with ``skip`` are skipped."""
+    params = []
+    for case in cases:
+        reason = case.get("note") or str(case.get("skip"))
+        marks = [pytest.mark.skip(reason=reason)] if case.get("skip") else []
+        params.append(pytest.param(case, id=case["name"], marks=marks))
+    return params
 
 
 def tolerances(case: dict) -> tuple[float, float]:
@@ -183,18 +195,46 @@ def build_case(case: dict, sg: Any = None) -> BuiltCase:
         elif op == "constant":
             value = attrs["value"]
             values[node_id] = sg.constant(decode_array(value), dtype=value["dtype"])
-        elif op == "gradients":
-            args, kwargs = gradients_call_args(attrs, values)
-            values[node_id] = sg.gradients(*args, **kwargs)[attrs.get("index", 0)]
+        elif op in GRAPH_GRADIENT_OPS:
+            values[node_id] = _gradient_node(sg, op, attrs, values)
         else:
             operands = [resolve_ref(ref, values) for ref in node["inputs"]]
             values[node_id] = apply_op(sg, op, operands, attrs)
     args, kwargs = gradients_call_args(case, values)
+    kwargs.update(aggregation_kwargs(sg, case))
     return BuiltCase(
         case=case, tensors=values, placeholders=placeholders, feeds=feeds,
         ys=args[0], xs=args[1], call_gradients=lambda: sg.gradients(*args, **kwargs),
         placeholder_ids=placeholder_ids,
     )
+
+
+GRAPH_GRADIENT_OPS = frozenset({"gradients", "hessians", "jacobian", "batch_jacobian"})
+
+
+def aggregation_kwargs(sg: Any, spec: dict) -> dict[str, Any]:
+    """``{"aggregation_method": sg.AggregationMethod.<name>}`` when ``spec`` names one."""
+    name = spec.get("aggregation_method")
+    return {} if name is None else {"aggregation_method": getattr(sg.AggregationMethod, name)}
+
+
+def _gradient_node(sg: Any, op: str, attrs: dict, values: dict[str, Any]) -> Any:
+    """A gradients, hessians, jacobian or batch_jacobian node (v2 adds the last three)."""
+    if op == "gradients":
+        args, kwargs = gradients_call_args(attrs, values)
+        kwargs.update(aggregation_kwargs(sg, attrs))
+        return sg.gradients(*args, **kwargs)[attrs.get("index", 0)]
+    if op == "hessians":
+        return sg.hessians(resolve_refs(attrs["ys"], values), resolve_refs(attrs["xs"], values),
+                           **aggregation_kwargs(sg, attrs))[attrs.get("index", 0)]
+    y, x = resolve_ref(attrs["ys"], values), resolve_ref(attrs["xs"], values)
+    if op == "jacobian":
+        kwargs = {k: attrs[k] for k in ("unconnected_gradients",) if k in attrs}
+        return sg.jacobian(y, x, **kwargs)
+    # batch_jacobian by TF's definition: stack([gradients(y[:, i], x, "zero")[0]], axis=1)
+    rows = [sg.gradients(y[:, i], x, unconnected_gradients="zero")[0]
+            for i in range(y.shape[1])]
+    return sg.stack(rows, axis=1)
 
 
 def _placeholder(sg: Any, node_id: str, attrs: dict) -> Any:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
+from tests.conformance.arrays import decode_array
+
 BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
     "add": operator.add,
     "sub": operator.sub,
@@ -81,6 +83,8 @@ def _decode_key_item(item: Any) -> Any:
     """
     if isinstance(item, dict) and "slice" in item:
         return slice(*item["slice"])
+    if isinstance(item, dict) and "array" in item:  # v2: integer-array indexing
+        return decode_array(item["array"])
     if item == "...":
         return Ellipsis
     return item
@@ -117,3 +121,86 @@ def apply_op(sg: Any, op: str, args: list[Any], attrs: dict) -> Any:  # noqa: F8
     if op == "clip_by_value":
         return sg.clip_by_value(args[0], args[1], args[2])
     return _apply_op_v1(sg, op, args, attrs)
+
+
+# v2 layout, indexing/scan/contraction and gradient-feature ops ---------------------------
+_apply_op_v2_elementwise = apply_op
+V2_LAYOUT = frozenset("concat stack unstack split squeeze expand_dims broadcast_to tile pad "
+                      "reverse roll tril triu diag diag_part trace T ndim len "
+                      "reshape_method".split())
+V2_INDEXING = frozenset("gather cumsum cumprod einsum tensordot argmax argmin one_hot".split())
+V2_GRADIENT_OPS = frozenset({"prevent_gradient", "custom_gradient", "define_op"})
+
+
+def _tuple(value: Any) -> Any:
+    """A JSON list as a tuple (axis/shift lists); anything else as it is."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _apply_layout(sg: Any, op: str, args: list[Any], attrs: dict) -> Any:
+    """A layout op (``V2_LAYOUT``); concat and stack take all the operands."""
+    x = args[0] if args else None
+    simple = {
+        "unstack": lambda: sg.unstack(x, axis=attrs.get("axis", 0))[attrs["index"]],
+        "split": lambda: sg.split(x, attrs["num_or_size_splits"],
+                                  axis=attrs.get("axis", 0))[attrs["index"]],
+        "squeeze": lambda: sg.squeeze(x, axis=_tuple(attrs.get("axis"))),
+        "expand_dims": lambda: sg.expand_dims(x, attrs["axis"]),
+        "broadcast_to": lambda: sg.broadcast_to(x, tuple(attrs["shape"])),
+        "tile": lambda: sg.tile(x, tuple(attrs["multiples"])),
+        "pad": lambda: sg.pad(x, attrs["paddings"],
+                              constant_values=attrs.get("constant_values", 0)),
+        "reverse": lambda: sg.reverse(x, _tuple(attrs["axis"])),
+        "roll": lambda: sg.roll(x, _tuple(attrs["shift"]), _tuple(attrs["axis"])),
+        "T": lambda: x.T,
+        "ndim": lambda: x.ndim,
+        "len": lambda: len(x),
+        "reshape_method": lambda: x.reshape(*attrs["shape"]),
+    }
+    if op in simple:
+        return simple[op]()
+    if op in ("concat", "stack"):
+        return getattr(sg, op)(args, axis=attrs.get("axis", 0))
+    if op in ("tril", "triu"):
+        return getattr(sg, op)(x, k=attrs.get("k", 0))
+    return getattr(sg, op)(x)  # diag, diag_part, trace
+
+
+def _apply_indexing(sg: Any, op: str, args: list[Any], attrs: dict) -> Any:
+    """An index, scan or contraction op (``V2_INDEXING``)."""
+    if op == "gather":
+        indices = args[1] if len(args) > 1 else decode_array(attrs["indices"])
+        return sg.gather(args[0], indices, axis=attrs.get("axis", 0))
+    if op in ("cumsum", "cumprod"):
+        return getattr(sg, op)(args[0], axis=attrs.get("axis", 0),
+                               exclusive=attrs.get("exclusive", False),
+                               reverse=attrs.get("reverse", False))
+    if op == "einsum":
+        return sg.einsum(attrs["subscripts"], *args)
+    if op == "tensordot":
+        return sg.tensordot(args[0], args[1], attrs["axes"])
+    if op in ("argmax", "argmin"):
+        return getattr(sg, op)(args[0], attrs.get("axis"))
+    return sg.one_hot(args[0], attrs["depth"], dtype=attrs.get("dtype", "float64"))
+
+
+def _apply_gradient_op(sg: Any, op: str, args: list[Any], attrs: dict) -> Any:
+    """prevent_gradient, or a preset custom_gradient / define_op (``presets.py``)."""
+    if op == "prevent_gradient":
+        return sg.prevent_gradient(args[0], message=attrs.get("message", ""))
+    from tests.conformance import presets  # lazily: the presets need symgrad
+
+    if op == "custom_gradient":
+        return presets.CUSTOM[attrs["fn"]](*args)
+    return presets.DEFINED[attrs["formula"]](*args)
+
+
+def apply_op(sg: Any, op: str, args: list[Any], attrs: dict) -> Any:  # noqa: F811
+    """``apply_op`` with the v2 layout, indexing and gradient-feature ops too."""
+    if op in V2_LAYOUT:
+        return _apply_layout(sg, op, args, attrs)
+    if op in V2_INDEXING:
+        return _apply_indexing(sg, op, args, attrs)
+    if op in V2_GRADIENT_OPS:
+        return _apply_gradient_op(sg, op, args, attrs)
+    return _apply_op_v2_elementwise(sg, op, args, attrs)

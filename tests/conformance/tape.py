@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pytest
 
 from tests.conformance.arrays import decode_array
 from tests.conformance.loader import is_list_ref, resolve_grad_ys, resolve_ref, resolve_refs
@@ -141,3 +142,19 @@ def to_numpy(value: Any) -> Any:
     if isinstance(value, (bool, int, float, list, tuple)):
         return value
     return np.asarray(value)
+
+
+def gradient_values(case: dict, result: Any, path: str = "tape") -> list[Any]:
+    """The top-level tape result as a list of numpy values, checking its structure.
+
+    A single x must give a single gradient, a list of xs a list (README, tape section).
+    """
+    if is_list_ref(case["xs"]):
+        if not isinstance(result, (list, tuple)):
+            pytest.fail(f"[{path}] case {case['name']}: tape.gradient with a list of sources "
+                        f"returned {type(result).__name__}, not a list")
+        return [to_numpy(value) for value in result]
+    if isinstance(result, (list, tuple)):
+        pytest.fail(f"[{path}] case {case['name']}: tape.gradient with a single source "
+                    f"returned a {type(result).__name__}, not a single gradient")
+    return [to_numpy(result)]
