@@ -220,9 +220,6 @@ KNOWN = {  # failure classes being fixed in the compiler (issue 8, item 3)
     "_Cycle": "schedule cycle in regions (where, floor, matmul of fused results, casts)",
     "pow0-NaN": "compiled code folds d/dx x**0.0 to 0 where sg.evaluate gives NaN",
     "index-0d": "0-d results of indexing do not compile",
-    # found by this fuzzer:
-    "logical-on-numbers": "logical_and/or/not of float operands (numpy: nonzero is True) "
-                          "does not compile (sympy: 'expecting bool or Boolean')",
 }
 
 
@@ -233,8 +230,6 @@ def classify(outcome: Outcome) -> str:
         return "ITE"
     if "_Cycle" in message or "cycle" in message.lower():
         return "_Cycle"
-    if "expecting bool or Boolean" in message:
-        return "logical-on-numbers"
     if outcome.engine in TARGETS and "pow0" in tags and "nan" in message.lower():
         return "pow0-NaN"
     if outcome.engine in TARGETS and "index-0d" in tags and "raised" in message:

@@ -187,3 +187,23 @@ def test_bool_operand_gradient(target):
     gx, gy = f(*args)
     np.testing.assert_allclose(gx, args[1] * (args[1] < 1.0))
     np.testing.assert_allclose(gy, ((args[0] > 0) + args[0]) * (args[1] < 1.0))
+
+
+NUMBERS_AS_BOOLS = {  # a number used as a bool is numpy's x != 0 (was sympy's "expecting
+    # bool or Boolean", the fuzzer's class "logical-on-numbers")
+    "and-constant": lambda x, y: sg.logical_and(x, 3.0),
+    "and-zero-plus": lambda x, y: sg.logical_and(x, 0.0) + y,
+    "and-product": lambda x, y: sg.logical_and(x * y, y > 0),
+    "or-sin": lambda x, y: sg.logical_or(sg.sin(x), 0.0),
+    "not-product": lambda x, y: sg.logical_not(x * y),
+}
+
+
+@pytest.mark.parametrize("target", ALL_TARGETS)
+@pytest.mark.parametrize("name", sorted(NUMBERS_AS_BOOLS))
+def test_number_as_bool_is_nonzero(name, target):
+    x, y = sg.placeholder("x", (5,)), sg.placeholder("y", (5,))
+    out = NUMBERS_AS_BOOLS[name](x, y)
+    args = [np.array([0., 0.5, -2., 0., np.nan]), np.array([1., 0., 3., -1., 2.])]
+    f = agree([x, y], [out], args, target)
+    assert f(*args)[0].dtype == sg.evaluate([out], dict(zip([x, y], args)))[0].dtype

@@ -107,12 +107,14 @@ def region_exprs(kernel: Kernel) -> tuple:
 def _substitute(formula: sp.Basic, positional: tuple, args: list) -> sp.Basic:
     """``formula`` over the region's values. A computed bool (a comparison, ``And``, ..)
     used as a number (``b + x``, ``b >= x``, ``ceil(b)``) is numpy's 0/1: sympy refuses a
-    Boolean in arithmetic, so there it becomes ``Piecewise((1, b), (0, True))`` (the fewest
-    such bools that make a well-formed expression; where a bool is a condition it stays)."""
-    flags = [k for k, a in enumerate(args) if _as_number(a) is not a]
+    Boolean in arithmetic, so there it becomes ``Piecewise((1, b), (0, True))``; a number
+    used as a bool (``logical_and(x, 3.0)``) is numpy's ``x != 0``. The fewest such
+    conversions that make a well-formed expression are made (a condition stays one)."""
+    other = [_as_number(a) if _as_number(a) is not a else _as_bool(a) for a in args]
+    flags = [k for k, a in enumerate(args) if other[k] is not a]
     for count in range(len(flags) + 1):
         for chosen in itertools.combinations(flags, count):
-            values = [_as_number(a) if k in chosen else a for k, a in enumerate(args)]
+            values = [other[k] if k in chosen else a for k, a in enumerate(args)]
             try:
                 with warnings.catch_warnings():   # Add(And(..), x): rejected just below
                     warnings.simplefilter("ignore", SymPyDeprecationWarning)
@@ -122,6 +124,14 @@ def _substitute(formula: sp.Basic, positional: tuple, args: list) -> sp.Basic:
             if count == len(flags) or _well_formed(expr):
                 return expr
     return formula.xreplace(dict(zip(positional, args)))   # raises sympy's own error
+
+
+def _as_bool(value: sp.Basic) -> sp.Basic:
+    """A computed number as numpy's truth value ``value != 0`` (symbols unchanged: sympy
+    takes them as bools)."""
+    if isinstance(value, sp.Expr) and not value.is_Symbol:
+        return sp.Ne(value, sp.S.Zero)
+    return value
 
 
 def _well_formed(expr: sp.Basic) -> bool:
