@@ -32,7 +32,7 @@ from ..graph.tensor import Tensor
 from ..ops.symbols import dtype_kind, input_symbol
 from ..graph.traversal import placeholders_of, topological_order
 from ..shapes import is_fully_known
-from .oprules import CONSTANT, FILLS, IDENTITIES, PLACEHOLDER, REDUCTIONS, E, S
+from .oprules import CONSTANT, FILLS, IDENTITIES, PLACEHOLDER, E, S
 from .printer import number
 from .rewrite import clone_cheap, outer_product, reuse_values
 
@@ -297,6 +297,13 @@ def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGrap
     return FoldedGraph(order, new_outputs, [made[id(p)] for p in placeholders])
 
 
+class _DimsOf:
+    """An input as a shape rule sees it: its (symbolic) dims as ``shape``, and its dtype."""
+
+    def __init__(self, node: "LNode"):
+        self.shape, self.dtype = node.dims, node.dtype
+
+
 class Dims:
     """Symbolic lengths for unknown (None) dims: ``'?k'`` strings, unified where an
     elementwise op broadcasts two of them together (the plan assumes they are equal; the
@@ -351,24 +358,9 @@ class Dims:
             result = self.broadcast(ins)
             if len(result) == len(node.shape):
                 return result
-        elif op in (S.unbroadcast, S.broadcast_like, S.reshape_like, S.getitem_grad):
-            return ins[1]
-        elif op is S.unbroadcast_any:
-            return ins[2]
-        elif op in (S.cast, S.prod_others):
-            return ins[0]
-        elif op is S.transpose:
-            return tuple(ins[0][p] for p in attrs["perm"])
-        elif op is S.expand_dims:
-            out = list(ins[0])
-            for a in sorted(attrs["axes"]):
-                out.insert(a, 1)
-            return tuple(out)
-        elif op in REDUCTIONS:
-            axes = attrs["axes"]
-            if attrs["keepdims"]:
-                return tuple(1 if j in axes else d for j, d in enumerate(ins[0]))
-            return tuple(d for j, d in enumerate(ins[0]) if j not in axes)
+        elif op.symbolic_dims:   # the record's own shape rule, applied to symbolic dims
+            shape, _ = op.infer(*[_DimsOf(i) for i in node.inputs], **attrs)
+            return tuple(shape)
         return self.fresh(node.shape)
 
 

@@ -42,6 +42,9 @@ class OpDef:
     # structural: the vjp only moves entries, so it moves a where-mask too (layout ops;
     # not sums, whose vjp would broadcast the mask into every fused loop below them)
     passes_mask: bool = False
+    # structural: ``infer`` only moves, keeps or drops dims (no arithmetic on them), so the
+    # compiler applies the same rule to symbolic unknown dims (compile/fold.Dims)
+    symbolic_dims: bool = False
     dtype_rule: Optional[Callable] = None
     domain: tuple = (-2.0, 2.0)
     public: bool = True

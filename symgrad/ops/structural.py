@@ -35,7 +35,7 @@ def _expand_like(g, x, axes, keepdims):
 reduce_sum = structural(
     "reduce_sum", lambda x, axes, keepdims: np.sum(x, axis=axes, keepdims=keepdims),
     _sum_dtype_infer,
-    vjp=lambda g, out, x, axes, keepdims: (_expand_like(g, x, axes, keepdims),))
+    vjp=lambda g, out, x, axes, keepdims: (_expand_like(g, x, axes, keepdims),), symbolic_dims=True)
 
 
 def _mean_numpy(x, axes, keepdims):
@@ -52,7 +52,7 @@ def _mean_vjp(g, out, x, axes, keepdims):
     return (_expand_like(g, x, axes, keepdims) / F.axis_size(x, axes, x.dtype),)
 
 
-reduce_mean = structural("reduce_mean", _mean_numpy, _mean_infer, vjp=_mean_vjp)
+reduce_mean = structural("reduce_mean", _mean_numpy, _mean_infer, vjp=_mean_vjp, symbolic_dims=True)
 
 
 def _prod_vjp(g, out, x, axes, keepdims):
@@ -61,7 +61,7 @@ def _prod_vjp(g, out, x, axes, keepdims):
 
 reduce_prod = structural(
     "reduce_prod", lambda x, axes, keepdims: np.prod(x, axis=axes, keepdims=keepdims),
-    _sum_dtype_infer, vjp=_prod_vjp)
+    _sum_dtype_infer, vjp=_prod_vjp, symbolic_dims=True)
 
 
 def _extremum_vjp(g, out, x, axes, keepdims):
@@ -80,9 +80,9 @@ def _extremum_numpy(fn):
 
 
 reduce_max = structural("reduce_max", _extremum_numpy(np.max), _reduce_infer,
-                        vjp=_extremum_vjp)
+                        vjp=_extremum_vjp, symbolic_dims=True)
 reduce_min = structural("reduce_min", _extremum_numpy(np.min), _reduce_infer,
-                        vjp=_extremum_vjp)
+                        vjp=_extremum_vjp, symbolic_dims=True)
 
 
 # --- matmul (np.matmul semantics: 1-D operands, broadcast batch dims) ------------------------
@@ -133,7 +133,7 @@ def _transpose_infer(x, perm):
 transpose = structural(
     "transpose", lambda x, perm: np.transpose(x, perm), _transpose_infer,
     vjp=lambda g, out, x, perm: (F.transpose(g, tuple(int(i) for i in np.argsort(perm))),),
-    passes_mask=True)
+    passes_mask=True, symbolic_dims=True)
 reshape = structural(
     "reshape", lambda x, shape: np.reshape(x, shape),
     lambda x, shape: (reshape_shape(x.shape, shape), x.dtype),
@@ -143,7 +143,7 @@ reshape_like = structural(
     "reshape_like", lambda x, like: np.reshape(x, np.shape(like)),
     lambda x, like: (like.shape, x.dtype),
     vjp=lambda g, out, x, like: (F.reshape_like(g, x), None), public=False,
-    passes_mask=True)
+    passes_mask=True, symbolic_dims=True)
 
 
 def _expand_infer(x, axes):
@@ -157,11 +157,11 @@ expand_dims = structural(
     "expand_dims", lambda x, axes: np.expand_dims(x, axes), _expand_infer,
     vjp=lambda g, out, x, axes: (F.reshape_like(g, x),), passes_mask=True,
     examples=(Example(((2, 3),), {"axis": -1}, lambda a: a[..., None]),
-              Example(((3,),), {"axis": 0}, lambda a: a[None])))
+              Example(((3,),), {"axis": 0}, lambda a: a[None])), symbolic_dims=True)
 broadcast_like = structural(
     "broadcast_like", lambda x, like: np.array(np.broadcast_to(x, np.shape(like))),
     lambda x, like: (like.shape, x.dtype),
-    vjp=lambda g, out, x, like: (F.unbroadcast(g, x), None), public=False)
+    vjp=lambda g, out, x, like: (F.unbroadcast(g, x), None), public=False, symbolic_dims=True)
 
 
 def unbroadcast_numpy(g, like, reduce=np.sum):
@@ -176,7 +176,7 @@ def unbroadcast_numpy(g, like, reduce=np.sum):
 
 unbroadcast = structural(
     "unbroadcast", unbroadcast_numpy, lambda g, like: (like.shape, g.dtype),
-    vjp=lambda gg, out, g, like: (F.broadcast_like(gg, g), None), public=False)
+    vjp=lambda gg, out, g, like: (F.broadcast_like(gg, g), None), public=False, symbolic_dims=True)
 
 
 def _unbroadcast_any_numpy(mask, g, like):
@@ -186,7 +186,8 @@ def _unbroadcast_any_numpy(mask, g, like):
 # The where-mask of a gradient that is un-broadcast: true where any summed entry was.
 unbroadcast_any = structural(
     "unbroadcast_any", _unbroadcast_any_numpy,
-    lambda mask, g, like: (like.shape, np.dtype(bool)), differentiable=False, public=False)
+    lambda mask, g, like: (like.shape, np.dtype(bool)), differentiable=False, public=False,
+    symbolic_dims=True)
 
 
 def matrix_transpose_perm(ndim: int) -> tuple:
@@ -241,7 +242,7 @@ getitem = structural(
 getitem_grad = structural(
     "getitem_grad", _scatter_numpy, lambda g, like, key: (like.shape, g.dtype),
     vjp=lambda gg, out, g, like, key: (F.getitem(gg, key), None), public=False,
-    passes_mask=True)
+    passes_mask=True, symbolic_dims=True)
 
 
 # --- dtype and helpers of gradients ----------------------------------------------------------
@@ -252,7 +253,7 @@ def _cast_vjp(g, out, x, dtype):
 
 
 cast = structural("cast", lambda x, dtype: np.asarray(x).astype(dtype),
-                  lambda x, dtype: (x.shape, as_dtype(dtype)), vjp=_cast_vjp)
+                  lambda x, dtype: (x.shape, as_dtype(dtype)), vjp=_cast_vjp, symbolic_dims=True)
 
 
 def _axis_size_numpy(x, axes, dtype):
@@ -280,6 +281,6 @@ def _prod_others_vjp(c, out, x, axes):
 
 
 prod_others = structural("prod_others", _prod_others_numpy, lambda x, axes: (x.shape, x.dtype),
-                         vjp=_prod_others_vjp, public=False)
+                         vjp=_prod_others_vjp, public=False, symbolic_dims=True)
 
 
