@@ -23,7 +23,7 @@ from tests.conformance.loader import BuiltCase, build_case, case_params, import_
 from tests.conformance.tape import gradient_values, run_tape_nodes
 
 V2_DIR = Path(__file__).resolve().parent / "v2"
-TARGETS = (None, "cpu", "parallel")  # None: sg.evaluate
+TARGETS = (None, "cpu", "parallel", "cuda")  # None: sg.evaluate; cuda: the simulator in CI
 
 
 def v2_cases(select: Callable[[dict], bool]) -> list[Any]:
