@@ -14,7 +14,7 @@ import symgrad as sg
 from symgrad.errors import GatherIndexError, IndexRangeError
 from symgrad.testing import check_gradients, check_vjp
 from tests.conformance.ops import V2_INDEXING
-from tests.conformance.v2 import check_graph_case, check_tape_case, uses_ops, v2_cases
+from tests.conformance.v2 import TARGETS, check_graph_case, check_tape_case, uses_ops, v2_cases
 
 RNG = np.random.default_rng(20261122)
 X43 = RNG.normal(size=(4, 3))
@@ -335,7 +335,7 @@ def _indexes_with_an_array(case: dict) -> bool:
 TF_CASES = v2_cases(lambda case: uses_ops(V2_INDEXING)(case) or _indexes_with_an_array(case))
 
 
-@pytest.mark.parametrize("target", [None, "cpu"])
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("case", TF_CASES)
 def test_tensorflow_v2_cases(case, target):
     check_graph_case(case, target)
