@@ -47,17 +47,7 @@ def graphs(sg):
 
 
 def main() -> int:
-    try:
-        from numba.cuda.cudadrv import nvvm
-        nvvm.NVVM()
-    except Exception as exc:  # noqa: BLE001 - no CUDA toolkit: nothing to check
-        print(f"SKIP no NVVM: {exc}")
-        return 2
-    base._patch_device()
-    base.graphs = graphs
-    import symgrad as sg
-    print(f"OK {base.check(sg)}")
-    return 0
+    return base.main(graphs)
 
 
 if __name__ == "__main__":
