@@ -144,6 +144,35 @@ def test_zero_safe_products_and_quotients():
                                   [0.0, np.inf, -np.inf])
 
 
+@pytest.mark.parametrize("engine", ["evaluate", "cpu", "parallel", "tape"])
+def test_no_nan_gradients_follow_tf_against_infinite_factors(engine):
+    """TF's gradients are mul_no_nan(grad, y), mul_no_nan(x, grad) and div_no_nan(grad, y):
+    a zero wins over an infinite or nan factor (not g * partial = 0 * inf = nan)."""
+    xv = np.array([np.inf, 2.0, 3.0, np.inf])
+    yv = np.array([1.0, 0.0, np.inf, 0.0])
+    gv = np.array([0.0, np.inf, 0.0, 1.0])
+    expected = {
+        "mul_no_nan": ([0.0, 0.0, np.nan, 0.0], [0.0, np.inf, 0.0, np.inf]),
+        "div_no_nan": ([0.0, 0.0, 0.0, 0.0], [np.nan, np.nan, -0.0, 0.0]),
+    }
+    for name, (want_x, want_y) in expected.items():
+        op = getattr(sg, name)
+        if engine == "tape":
+            xa, ya = sg.Variable(xv), sg.Variable(yv)
+            with sg.GradientTape() as tape:
+                out = op(xa, ya)
+            got = tape.gradient(out, [xa, ya], output_gradients=gv)
+        else:
+            x, y, g = (sg.placeholder(n, (4,)) for n in ("x", "y", "g"))
+            grads = sg.gradients(op(x, y), [x, y], grad_ys=g)
+            if engine == "evaluate":
+                got = sg.evaluate(grads, {x: xv, y: yv, g: gv})
+            else:
+                got = sg.function([x, y, g], grads, target=engine)(xv, yv, gv)
+        np.testing.assert_array_equal(np.asarray(got[0]), want_x, err_msg=f"{name} d/dx")
+        np.testing.assert_array_equal(np.asarray(got[1]), want_y, err_msg=f"{name} d/dy")
+
+
 def test_floormod_and_floordiv_operators():
     a, b = sg.placeholder("a", (4,)), sg.placeholder("b", (4,))
     feeds = {a: [-7.0, 7.0, -7.0, 5.5], b: [3.0, -3.0, -3.0, 2.0]}

@@ -57,13 +57,17 @@ def _times_partial(g: sp.Symbol, partial: sp.Expr) -> sp.Expr:
 
 
 @lru_cache(maxsize=8192)
-def _contribution_form(partial: sp.Expr, g_kind: str, masked: bool, kinds: tuple) -> tuple:
+def _contribution_form(partial: sp.Expr, g_kind: str, masked: bool, kinds: tuple,
+                       product=None, index: int = 0) -> tuple:
     """The expression of ``g * partial`` (masked: only where the mask holds) over the terms
     ``g, [mask], node inputs...``, and which of those terms it uses (g always: its shape
-    is the contribution's shape). Cached: a graph repeats the same few forms."""
+    is the contribution's shape). ``product``: the op record's ``upstream_product``, when
+    its contribution is not a plain product. Cached: a graph repeats the same few forms."""
     lead = 2 if masked else 1
     shift = {input_symbol(k, kind): input_symbol(k + lead, kind) for k, kind in enumerate(kinds)}
-    expression = _times_partial(input_symbol(0, g_kind), partial.xreplace(shift))
+    g = input_symbol(0, g_kind)
+    expression = (_times_partial(g, partial.xreplace(shift)) if product is None
+                  else product(g, partial.xreplace(shift), index))
     if masked:
         expression = sp.Piecewise((expression, input_symbol(1, "b")), (sp.S.Zero, True))
     all_kinds = (g_kind, "b")[:lead] + kinds
@@ -89,7 +93,7 @@ def _elementwise_contributions(node: Tensor, g: Tensor, mask: Optional[Tensor], 
             yield i, g, out_mask
             continue
         expression, keep = _contribution_form(partial, dtype_kind(g.dtype), mask is not None,
-                                              kinds)
+                                              kinds, node.op.upstream_product, i)
         terms = ([g] if mask is None else [g, mask]) + list(node.inputs)
         yield i, F.expr([terms[k] for k in keep], expression, inp.dtype), out_mask
 

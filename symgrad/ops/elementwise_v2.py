@@ -139,9 +139,17 @@ xdivy = _ew("xdivy", _xdivy, lambda x, y: _zero_if(sp.Eq(x, 0), x / y),
 div_no_nan = _ew("div_no_nan", _div_no_nan, lambda x, y: _zero_if(sp.Eq(y, 0), x / y),
                  lambda g, out, x, y: (_call(div_no_nan, g, y),
                                        g * _call(div_no_nan, _call(div_no_nan, -x, y), y)),
+                 # TF: div_no_nan(grad, y) for x (0 where y == 0, even for an infinite
+                 # grad), grad * div_no_nan(div_no_nan(-x, y), y) for y
+                 upstream_product=lambda g, partial, i: (sp.piecewise_fold(g * partial)
+                                                         if i == 0 else g * partial),
                  domain=(0.5, 2.0))
 mul_no_nan = _ew("mul_no_nan", tf2.MulNoNan.numpy_form, tf2.MulNoNan,
-                 lambda g, out, x, y: (_call(mul_no_nan, g, y), _call(mul_no_nan, x, g)))
+                 lambda g, out, x, y: (_call(mul_no_nan, g, y), _call(mul_no_nan, x, g)),
+                 # TF: mul_no_nan(grad, y) and mul_no_nan(x, grad), so a zero y (for x) or a
+                 # zero grad (for y) gives 0 even against an infinite or nan factor
+                 upstream_product=lambda g, partial, i: (tf2.MulNoNan(g, partial) if i == 0
+                                                         else tf2.MulNoNan(partial, g)))
 squared_difference = _ew("squared_difference", lambda x, y: np.square(np.subtract(x, y)),
                          lambda x, y: (x - y) ** 2,
                          lambda g, out, x, y: (2.0 * g * (x - y), -2.0 * g * (x - y)))

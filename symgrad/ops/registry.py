@@ -39,6 +39,10 @@ class OpDef:
     infer: Optional[Callable] = None
     differentiable: bool = True
     grad_mask: Optional[Callable] = None
+    # elementwise: ``upstream_product(g, partial, index)`` is the sympy contribution of
+    # input ``index`` when it is not ``g * partial`` (TF's mul_no_nan gradients use
+    # mul_no_nan, so a zero factor wins over an infinite one); None: ``g * partial``
+    upstream_product: Optional[Callable] = None
     # structural: the vjp only moves entries, so it moves a where-mask too (layout ops;
     # not sums, whose vjp would broadcast the mask into every fused loop below them)
     passes_mask: bool = False
