@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..shapes import format_shape, is_fully_known
 from .lower import LoweredKernel
-from .oprules import PLACEHOLDER, STEP_FORMS, VIEWS, S, index_text
+from .oprules import PARALLEL_STEP_FORMS, PLACEHOLDER, STEP_FORMS, VIEWS, S, index_text
 from .nest import Nest, nest_inputs, nest_outputs, nest_source
 from .regions import Kernel, Plan, Step
 from .printer import helpers_used
@@ -68,7 +68,9 @@ class ModuleWriter:
                 "from symgrad.compile.support import always_inline",
                 "from symgrad.compile.vecmath import (trig_in_range, "
                 + ", ".join(sorted(n for pair in FAST.values() for n in pair)) + ")",
-                *helper_imports(self.lowered), "",
+                *helper_imports(self.lowered),
+                *(["from symgrad.compile.threaded_matmul import matmul as tmatmul_"]
+                  if self.parallel else []), "",
                 f"FASTMATH = {_fastmath()}", "f32 = np.float32", "array = np.array",
                 "ndarray = np.ndarray", ""]
         parts = ["\n".join(head)]
@@ -368,7 +370,7 @@ class ModuleWriter:
         node = step.node
         v = f"v{node.index}"
         ins = [self.value_of(i) for i in node.inputs]
-        form = STEP_FORMS.get(node.op)
+        form = (PARALLEL_STEP_FORMS if self.parallel else STEP_FORMS).get(node.op)
         line = form(node, ins) if form is not None else None
         if line is None:
             line = f"S{node.index}({', '.join(ins)})"

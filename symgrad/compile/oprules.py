@@ -14,7 +14,8 @@ from ..ops import structural as S
 from ..ops.sources import CONSTANT, PLACEHOLDER
 
 __all__ = ["CONSTANT", "PLACEHOLDER", "E", "S", "VIEWS", "FUSED_REDUCTIONS", "IDENTITIES",
-           "REDUCTIONS", "FILLS", "CHEAP_VIEWS", "STEP_FORMS", "index_text"]
+           "REDUCTIONS", "FILLS", "CHEAP_VIEWS", "STEP_FORMS", "PARALLEL_STEP_FORMS",
+           "index_text"]
 
 VIEWS = frozenset({S.getitem, S.transpose, S.expand_dims, S.reshape, S.reshape_like,
                    S.broadcast_like})
@@ -65,6 +66,14 @@ def _matmul(node, ins: list):
     return None
 
 
+def _threaded_matmul(node, ins: list):
+    """2-D float products: split over the pool's threads at run time (threaded_matmul)."""
+    if len(node.shape) == 2 and all(len(i.shape) == 2 for i in node.inputs) and \
+            node.dtype.kind in "fc" and all(i.dtype == node.dtype for i in node.inputs):
+        return f"tmatmul_({ins[0]}, {ins[1]}, NTHREADS)"
+    return _matmul(node, ins)
+
+
 STEP_FORMS = {
     S.getitem: _getitem,
     S.transpose: lambda node, ins: f"{ins[0]}.transpose({node.attrs['perm']})",
@@ -76,3 +85,6 @@ STEP_FORMS = {
     S.cast: lambda node, ins: f"np.asarray({ins[0]}).astype(np.{node.dtype.name})",
 }
 """How the cpu driver writes a step as one numpy line (None: call the reference)."""
+
+PARALLEL_STEP_FORMS = {**STEP_FORMS, S.matmul: _threaded_matmul}
+"""The parallel target's step forms: 2-D float matmuls run on the thread pool."""
