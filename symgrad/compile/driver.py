@@ -15,6 +15,7 @@ from .oprules import PARALLEL_STEP_FORMS, PLACEHOLDER, STEP_FORMS, VIEWS, S, ind
 from .nest import Nest, nest_inputs, nest_outputs, nest_source
 from .regions import Kernel, Plan, Step
 from .printer import helpers_used
+from .reuse import reuse_plan
 from .templates import FASTMATH, checks_trig, loop_source, quoted, split_body_source
 from .vecmath import FAST
 
@@ -55,6 +56,7 @@ class ModuleWriter:
         self.math = math
         self.parallel = target == "parallel"
         self.lines: list = []
+        self.reuse = reuse_plan(plan, lambda k: not checks_trig(lowered[k.index], math))
 
     # --- the whole module ---------------------------------------------------------------
     def source(self) -> str:
@@ -72,7 +74,7 @@ class ModuleWriter:
                 *(["from symgrad.compile.threaded_matmul import matmul as tmatmul_"]
                   if self.parallel else []), "",
                 f"FASTMATH = {_fastmath()}", "f32 = np.float32", "array = np.array",
-                "ndarray = np.ndarray", ""]
+                "ndarray = np.ndarray", f"REUSED = {self.reused()}", ""]
         parts = ["\n".join(head)]
         for unit in self.plan.units:
             if isinstance(unit, Kernel):
@@ -153,6 +155,13 @@ class ModuleWriter:
                 self.emit(f"{name} = {name}.sum(0)")
         for k in [nest.outer] + nest.post:
             self.finish_outputs(k, {j for j, _ in nest.written(k)})
+
+    def reused(self) -> dict:
+        """{output node index: index of the dead input whose buffer it is stored into}
+        (``explain`` reports these)."""
+        kernels = {k.index: k for k in self.plan.kernels}
+        return {kernels[i].outputs[j].node.index: node.index
+                for (i, j), node in sorted(self.reuse.items())}
 
     # --- the driver ---------------------------------------------------------------------
     def emit(self, line: str, depth: int = 1) -> None:
@@ -326,7 +335,10 @@ class ModuleWriter:
                     lines.append(f"{name} = {alloc}({shape}, np.{o.node.dtype.name})")
                 continue
             if acc.mode == "store":
-                lines.append(f"{name} = np.empty({sh}, np.{o.node.dtype.name})")
+                dead = self.reuse.get((i, j))
+                lines.append(f"{name} = {self.value_of(dead)}  # the dead buffer of "
+                             f"{quoted(dead.name)}" if dead is not None else
+                             f"{name} = np.empty({sh}, np.{o.node.dtype.name})")
                 continue
             keep = _tuple(("1" if a in o.axes else f"{sh}[{a}]") for a in range(k.rank))
             if acc.chunked:

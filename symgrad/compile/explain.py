@@ -165,8 +165,26 @@ def _temporaries(plan: Plan) -> list:
     return temps
 
 
-def explain(plan: Plan, target: str, inputs: list) -> str:
-    """The report of ``plan`` (see the module docstring)."""
+def _reuse_lines(plan: Plan, reused: dict, temps: list) -> tuple:
+    """(bytes of temporaries not allocated, lines naming each output stored into the dead
+    buffer of an input, see ``reuse.py``)."""
+    nodes = {n.index: n for n in plan.graph.order}
+    for k in plan.kernels:
+        nodes.update({o.node.index: o.node for o in k.outputs})
+    temp_bytes = {n.index: b for n, b in temps}
+    saved, lines = 0, []
+    for out, dead in sorted(reused.items()):
+        size = _bytes(nodes[dead])
+        if out in temp_bytes:
+            saved += temp_bytes[out] or 0
+        lines.append(f"  {nodes[out].name} is stored into the dead buffer of "
+                     f"{nodes[dead].name} ({size} bytes not allocated)")
+    return saved, lines
+
+
+def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None) -> str:
+    """The report of ``plan`` (see the module docstring); ``reused``: {output node index:
+    input node index} for outputs the driver stores into a dead input's buffer."""
     kernels = len(plan.kernels)
     steps = sum(isinstance(u, Step) for u in plan.units)
     ins = ", ".join(f"{p.name} {p.dtype.name} {format_shape(p.shape)}" for p in inputs)
@@ -175,9 +193,14 @@ def explain(plan: Plan, target: str, inputs: list) -> str:
     lines = [head] + _units(plan)
     temps = _temporaries(plan)
     known = sum(b for _, b in temps if b is not None)
+    saved, reuse = _reuse_lines(plan, reused or {}, temps)
     lines.append(f"temporaries: {len(temps)}, {known} bytes"
-                 + (" + unknown lengths" if any(b is None for _, b in temps) else ""))
+                 + (" + unknown lengths" if any(b is None for _, b in temps) else "")
+                 + (f", {known - saved} allocated" if reuse else ""))
     lines += [f"  {_value(n)}: {'?' if b is None else b} bytes" for n, b in temps]
+    if reuse:
+        lines.append("buffers reused:")
+        lines += reuse
     bounds = _boundaries(plan, _producers(plan))
     lines.append("fusion boundaries:" + ("" if bounds else " none"))
     lines += bounds

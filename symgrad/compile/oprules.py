@@ -15,7 +15,7 @@ from ..ops.sources import CONSTANT, PLACEHOLDER
 
 __all__ = ["CONSTANT", "PLACEHOLDER", "E", "S", "VIEWS", "FUSED_REDUCTIONS", "IDENTITIES",
            "REDUCTIONS", "FILLS", "CHEAP_VIEWS", "STEP_FORMS", "PARALLEL_STEP_FORMS",
-           "index_text"]
+           "FRESH_STEPS", "index_text"]
 
 VIEWS = frozenset({S.getitem, S.transpose, S.expand_dims, S.reshape, S.reshape_like,
                    S.broadcast_like})
@@ -30,6 +30,10 @@ FUSED_REDUCTIONS = frozenset({S.reduce_sum, S.reduce_mean, S.unbroadcast})
 REDUCTIONS = frozenset({S.reduce_sum, S.reduce_mean, S.reduce_prod, S.reduce_max,
                         S.reduce_min})
 """Ops with ``axes``/``keepdims`` attributes whose dims drop or keep reduced axes."""
+
+FRESH_STEPS = frozenset({S.matmul})
+"""Steps whose result is a new array no other value shares (a later kernel may store into
+it once nothing else reads it, see ``reuse.py``)."""
 
 IDENTITIES = frozenset({E.identity, E.stop_gradient})
 """Ops whose value is their input's (the compiled graph reads the input)."""

@@ -70,7 +70,8 @@ class CompiledFunction:
         """A readable report of the plan: each kernel or step with its ops, loop shape,
         reads and writes; every temporary with its bytes; the rule behind each fusion
         boundary (see ``compile/explain.py`` and docs/compiler.md)."""
-        return explain(self.plan, self.target, self.inputs)
+        return explain(self.plan, self.target, self.inputs,
+                       getattr(self.module, "REUSED", None))
 
     def _repr_pretty_(self, printer, cycle: bool) -> None:
         printer.text(repr(self) if cycle else repr(self) + "\n" + self.explain())
