@@ -9,9 +9,12 @@ bound into the module after import by ``function.bind_runtime``.
 
 from __future__ import annotations
 
+from typing import Optional
+
 from ..shapes import format_shape, is_fully_known
 from .lower import LoweredKernel
-from .oprules import PARALLEL_STEP_FORMS, PLACEHOLDER, STEP_FORMS, VIEWS, S, index_text
+from .oprules import (PARALLEL_STEP_FORMS, PLACEHOLDER, STEP_FORMS, VIEWS, S, index_text,
+                      threads_matmul)
 from .nest import Nest, nest_inputs, nest_outputs, nest_source
 from .regions import Kernel, Plan, Step
 from .printer import helpers_used
@@ -56,6 +59,11 @@ class ModuleWriter:
         self.math = math
         self.parallel = target == "parallel"
         self.lines: list = []
+        # a plan that splits matmuls over the pool runs its parallel kernels there too, in
+        # chunks: no OpenMP worker spins for a core while a matmul block waits for it
+        self.pooled = self.parallel and any(isinstance(u, Step) and threads_matmul(u.node)
+                                            for u in plan.units)
+        self.chunk_loops: set = set()
         self.reuse = reuse_plan(plan, lambda k: not checks_trig(lowered[k.index], math))
 
     # --- the whole module ---------------------------------------------------------------
@@ -71,8 +79,8 @@ class ModuleWriter:
                 "from symgrad.compile.vecmath import (trig_in_range, "
                 + ", ".join(sorted(n for pair in FAST.values() for n in pair)) + ")",
                 *helper_imports(self.lowered),
-                *(["from symgrad.compile.threaded_matmul import matmul as tmatmul_"]
-                  if self.parallel else []), "",
+                *(["from symgrad.compile.threaded_matmul import matmul as tmatmul_, "
+                   "run_chunks as chunks_"] if self.parallel else []), "",
                 f"FASTMATH = {_fastmath()}", "f32 = np.float32", "array = np.array",
                 "ndarray = np.ndarray", f"REUSED = {self.reused()}", ""]
         parts = ["\n".join(head)]
@@ -99,8 +107,11 @@ class ModuleWriter:
         for suffix, body, checked in variants:
             parts.append(loop_source(lk, f"_k{k.index}_cpu{suffix}", body, False, checked)[0])
             if k.rank and self.parallel and not k.serial_only:
-                parts.append(loop_source(lk, f"_k{k.index}_parallel{suffix}", body, True,
-                                         checked)[0])
+                par = loop_source(lk, f"_k{k.index}_parallel{suffix}", body, True, checked)[0]
+                chunk = chunk_source(par) if self.pooled else None
+                if chunk is not None:
+                    self.chunk_loops.add(k.index)
+                parts.append(par if chunk is None else chunk)
         return "\n\n\n".join(parts)
 
     def nest_source(self, nest: Nest) -> str:
@@ -309,13 +320,19 @@ class ModuleWriter:
         names = [f"o{i}_{j}" for j, acc in enumerate(outs) if acc.is_param]
         fn = f"_k{i}_parallel" if parallel else f"_k{i}_cpu"
         call = f"({', '.join((['nc'] if parallel else []) + dims + args + names)})"
+        if parallel and i in self.chunk_loops:   # the pool runs _k<i>_chunk(c, nc, ...)
+            fn, call = "chunks_", f"(_k{i}_chunk{{}}, {call[1:]}"
         if checks_trig(self.lowered[i], self.math):
-            self.emit(f"if {fn}{call}:   # a sin/cos argument >= 2**30: again with libm", depth)
+            first, again = (fn, call.format("")), (fn, call.format("_libm"))
+            if fn != "chunks_":
+                first, again = (fn, call), (fn + "_libm", call)
+            self.emit(f"if {''.join(first)}:   # a sin/cos argument >= 2**30: again with libm",
+                      depth)
             for line in allocations:
                 self.emit(line, depth + 1)
-            self.emit(f"{fn}_libm{call}", depth + 1)
+            self.emit("".join(again), depth + 1)
         else:
-            self.emit(f"{fn}{call}", depth)
+            self.emit(f"{fn}{call.format('')}", depth)
         for j, acc in enumerate(outs):
             if acc.chunked:
                 self.emit(f"o{i}_{j} = o{i}_{j}.sum(0)", depth)
@@ -428,6 +445,25 @@ class ModuleWriter:
             else:
                 items.append(f"np.array(C{o.index}, copy=True)")
         self.emit("return " + (items[0] if self.single else "[" + ", ".join(items) + "]"), 2)
+
+
+PRANGE = "for c in numba.prange(nc):"
+
+
+def chunk_source(parallel_source: str) -> Optional[str]:
+    """The ``_k<i>_chunk`` form of a ``_k<i>_parallel`` loop: chunk ``c`` of ``nc`` only,
+    compiled ``nogil=True`` for the thread pool (``threaded_matmul.run_chunks``); None when
+    the loop is not one ``prange`` over chunks (gathers)."""
+    lines = parallel_source.split("\n")
+    at = [j for j, line in enumerate(lines) if line.strip() == PRANGE]
+    if len(at) != 1 or not lines[0].endswith(", parallel=True)") or \
+            not lines[1].startswith("def _k") or "_parallel" not in lines[1]:
+        return None
+    lines[0] = lines[0][:-len(", parallel=True)")] + ", nogil=True)"
+    name, _, params = lines[1][len("def "):].partition("(")
+    lines[1] = f"def {name.replace('_parallel', '_chunk', 1)}(c, {params}"
+    lines[at[0]] = lines[at[0]].replace(PRANGE, "if c < nc:")
+    return "\n".join(lines)
 
 
 def _output_note(o) -> str:

@@ -15,7 +15,7 @@ from ..ops.sources import CONSTANT, PLACEHOLDER
 
 __all__ = ["CONSTANT", "PLACEHOLDER", "E", "S", "VIEWS", "FUSED_REDUCTIONS", "IDENTITIES",
            "REDUCTIONS", "FILLS", "CHEAP_VIEWS", "STEP_FORMS", "PARALLEL_STEP_FORMS",
-           "FRESH_STEPS", "index_text"]
+           "FRESH_STEPS", "index_text", "threads_matmul"]
 
 VIEWS = frozenset({S.getitem, S.transpose, S.expand_dims, S.reshape, S.reshape_like,
                    S.broadcast_like})
@@ -70,10 +70,16 @@ def _matmul(node, ins: list):
     return None
 
 
+def threads_matmul(node) -> bool:
+    """A matmul step the parallel target splits over its thread pool (2-D float)."""
+    return node.op is S.matmul and len(node.shape) == 2 and \
+        all(len(i.shape) == 2 for i in node.inputs) and node.dtype.kind in "fc" and \
+        all(i.dtype == node.dtype for i in node.inputs)
+
+
 def _threaded_matmul(node, ins: list):
     """2-D float products: split over the pool's threads at run time (threaded_matmul)."""
-    if len(node.shape) == 2 and all(len(i.shape) == 2 for i in node.inputs) and \
-            node.dtype.kind in "fc" and all(i.dtype == node.dtype for i in node.inputs):
+    if threads_matmul(node):
         return f"tmatmul_({ins[0]}, {ins[1]}, NTHREADS)"
     return _matmul(node, ins)
 

@@ -151,3 +151,21 @@ def _run(jobs: list) -> list:
     finally:
         rest = [f.result() for f in futures]
     return [first] + rest
+
+
+def run_chunks(fn, nc: int, *args) -> int:
+    """``fn(c, nc, *args)`` for each chunk ``c < nc`` on the pool (a kernel's ``_chunk``
+    loop, compiled with ``nogil=True``); returns the sum of what they return (a loop that
+    checks sin/cos ranges returns how many elements failed; others return None, 0).
+
+    >>> run_chunks(lambda c, nc, xs: xs.append(c) or c, 3, [])
+    3
+    """
+    if nc <= 1:
+        return fn(0, 1, *args) or 0
+    futures = [pool(nc - 1).submit(fn, c, nc, *args) for c in range(1, nc)]
+    try:
+        first = fn(0, nc, *args)
+    finally:
+        rest = [f.result() for f in futures]
+    return sum(r or 0 for r in [first] + rest)
