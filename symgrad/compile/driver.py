@@ -18,7 +18,7 @@ from .oprules import (PARALLEL_STEP_FORMS, PLACEHOLDER, STEP_FORMS, VIEWS, S, in
 from .nest import Nest, nest_inputs, nest_outputs, nest_source
 from .regions import Kernel, Plan, Step
 from .printer import helpers_used
-from .reuse import reuse_plan
+from .reuse import merged_inputs, one_array, reuse_plan
 from .templates import FASTMATH, checks_trig, loop_source, quoted, split_body_source
 from .vecmath import FAST
 
@@ -104,14 +104,16 @@ class ModuleWriter:
         if checks_trig(lk, self.math):   # a sin/cos argument beyond the fast reduction
             parts.append(split_body_source(lk, point + "_libm", "libm"))
             variants = [("", point, True), ("_libm", point + "_libm", False)]
+        merged = merged_inputs(k, self.reuse)
         for suffix, body, checked in variants:
-            parts.append(loop_source(lk, f"_k{k.index}_cpu{suffix}", body, False, checked)[0])
+            loops = [loop_source(lk, f"_k{k.index}_cpu{suffix}", body, False, checked)[0]]
             if k.rank and self.parallel and not k.serial_only:
                 par = loop_source(lk, f"_k{k.index}_parallel{suffix}", body, True, checked)[0]
                 chunk = chunk_source(par) if self.pooled else None
                 if chunk is not None:
                     self.chunk_loops.add(k.index)
-                parts.append(par if chunk is None else chunk)
+                loops.append(par if chunk is None else chunk)
+            parts += [one_array(loop, merged) for loop in loops]
         return "\n\n\n".join(parts)
 
     def nest_source(self, nest: Nest) -> str:
@@ -282,7 +284,10 @@ class ModuleWriter:
         lk = self.lowered[i]
         _, _, ins, outs_serial = loop_source(lk, "x", "p", False)
         args = []
+        merged = merged_inputs(k, self.reuse)   # read through their output's parameter
         for j, (node, acc) in enumerate(zip(k.inputs, ins)):
+            if j in merged:
+                continue
             v = self.value_of(node if acc.base is None else acc.base)
             if acc.broadcast:
                 b = f"b{i}_{j}"
