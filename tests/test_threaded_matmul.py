@@ -163,3 +163,55 @@ def test_integer_matmul_in_parallel_target_is_numpy():
     x = RNG.integers(-9, 9, (40, 30))
     y = RNG.integers(-9, 9, (30, 20))
     assert np.array_equal(f(x, y), x @ y)
+
+
+def _big_chain(fn_of_z, target="parallel", m=300, k=8, n=200):
+    x, w = sg.placeholder("x", (m, k)), sg.placeholder("w", (k, n))
+    b = sg.placeholder("b", (n,))
+    outs = fn_of_z(sg.matmul(x, w, name="z") + b)
+    fn = sg.function([x, w, b], outs, target=target)
+    return fn, [x, w, b]
+
+
+def test_pooled_plan_runs_its_kernels_as_chunks_with_reductions():
+    fn, phs = _big_chain(lambda z: [sg.reduce_sum(sg.tanh(z) * 2.0, axis=0),
+                                    sg.exp(z * 0.1), sg.reduce_max(z)])
+    assert "def _k0_chunk(c, nc," in fn.source and "chunks_(_k0_chunk" in fn.source
+    assert "_parallel(" not in fn.source.split("def run")[1]   # no prange launch
+    cpu, _ = _big_chain(lambda z: [sg.reduce_sum(sg.tanh(z) * 2.0, axis=0),
+                                   sg.exp(z * 0.1), sg.reduce_max(z)], "cpu")
+    assert "_chunk" not in cpu.source and "chunks_" not in cpu.source
+    data = [RNG.normal(size=(300, 8)), RNG.normal(size=(8, 200)), RNG.normal(size=200)]
+    want = sg.evaluate(fn.outputs, dict(zip(phs, data)))
+    for f in (fn, cpu):
+        for g, w in zip(f(*data), want):
+            np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-11)
+
+
+def test_pooled_chunks_retry_sin_with_libm():
+    fn, phs = _big_chain(lambda z: [sg.sin(z)])
+    assert "chunks_(_k0_chunk_libm" in fn.source
+    data = [RNG.normal(size=(300, 8)) * 1e12, RNG.normal(size=(8, 200)), np.zeros(200)]
+    np.testing.assert_allclose(fn(*data)[0], np.sin(data[0] @ data[1]), rtol=1e-9, atol=1e-9)
+
+
+def test_pooled_function_called_from_several_threads():
+    from concurrent.futures import ThreadPoolExecutor
+    fn, phs = _big_chain(lambda z: [sg.reduce_sum(sg.tanh(z), axis=0)], m=4096, k=64, n=64)
+    feeds = [[RNG.normal(size=(4096, 64)), RNG.normal(size=(64, 64)) * 0.1,
+              RNG.normal(size=64)] for _ in range(6)]
+    with ThreadPoolExecutor(3) as ex:
+        got = list(ex.map(lambda d: fn(*d)[0], feeds))
+    for d, g in zip(feeds, got):
+        np.testing.assert_allclose(g, np.tanh(d[0] @ d[1] + d[2]).sum(0), rtol=1e-10)
+
+
+def test_run_chunks_sums_and_propagates_errors():
+    assert tm.run_chunks(lambda c, nc: c + 10 * nc, 3) == 90 + 3
+    assert tm.run_chunks(lambda c, nc: None, 4) == 0
+
+    def bad(c, nc):
+        if c == 1:
+            raise ValueError("chunk 1")
+    with pytest.raises(ValueError, match="chunk 1"):
+        tm.run_chunks(bad, 3)
