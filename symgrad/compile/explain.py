@@ -35,7 +35,7 @@ from typing import Optional
 
 from ..shapes import format_shape, is_fully_known
 from .nest import Nest, nest_rejections
-from .oprules import VIEWS
+from .oprules import VIEWS, threads_matmul
 from .regions import Kernel, Plan, Step
 
 
@@ -75,13 +75,15 @@ def _kernel_lines(k: Kernel, label: str) -> list:
     return lines
 
 
-def _step_line(step: Step) -> str:
+def _step_line(step: Step, target: str) -> str:
     node = step.node
     how = "numpy view" if node.op in VIEWS else "numpy"
+    if target == "parallel" and threads_matmul(node):
+        how = "numpy, split over the thread pool when large"
     return (f"step      {node.op.name} '{node.name}' -> {format_shape(node.shape)} ({how})")
 
 
-def _units(plan: Plan) -> list:
+def _units(plan: Plan, target: str) -> list:
     lines = []
     for unit in plan.units:
         if isinstance(unit, Kernel):
@@ -92,7 +94,7 @@ def _units(plan: Plan) -> list:
             for k in unit.kernels:
                 lines += ["  " + line for line in _kernel_lines(k, f"kernel {k.index}")]
         else:
-            lines.append(_step_line(unit))
+            lines.append(_step_line(unit, target))
     return lines
 
 
@@ -190,7 +192,7 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
     ins = ", ".join(f"{p.name} {p.dtype.name} {format_shape(p.shape)}" for p in inputs)
     head = (f"sg.function target={target!r}: {kernels} kernel{'s' * (kernels != 1)}, "
             f"{steps} step{'s' * (steps != 1)}, inputs {ins or 'none'}")
-    lines = [head] + _units(plan)
+    lines = [head] + _units(plan, target)
     temps = _temporaries(plan)
     known = sum(b for _, b in temps if b is not None)
     saved, reuse = _reuse_lines(plan, reused or {}, temps)
