@@ -18,7 +18,7 @@ from .oprules import (PARALLEL_STEP_FORMS, PLACEHOLDER, STEP_FORMS, VIEWS, S, in
 from .nest import Nest, nest_inputs, nest_outputs, nest_source
 from .regions import Kernel, Plan, Step
 from .printer import helpers_used
-from .reuse import merged_inputs, one_array, reuse_plan, same_index
+from .reuse import merged_inputs, one_array, reuse_plan
 from .templates import FASTMATH, checks_trig, loop_source, quoted, split_body_source
 from .vecmath import FAST
 
@@ -64,17 +64,10 @@ class ModuleWriter:
         self.pooled = self.parallel and any(isinstance(u, Step) and threads_matmul(u.node)
                                             for u in plan.units)
         self.chunk_loops: set = set()
-        self.fused: dict = {}
         self.reuse = reuse_plan(plan, lambda k: not checks_trig(lowered[k.index], math))
 
     # --- the whole module ---------------------------------------------------------------
     def source(self) -> str:
-        body = []   # kernels first: they decide which loops run on the pool (chunk_loops)
-        for unit in self.plan.units:
-            if isinstance(unit, Kernel):
-                body.append(self.kernel_source(self.lowered[unit.index]))
-            elif isinstance(unit, Nest):
-                body.append(self.nest_source(unit))
         g = self.plan.graph
         ins = ", ".join(f"{quoted(p.name)} {p.dtype.name} {format_shape(p.shape)}"
                         for p in g.placeholders)
@@ -87,12 +80,15 @@ class ModuleWriter:
                 + ", ".join(sorted(n for pair in FAST.values() for n in pair)) + ")",
                 *helper_imports(self.lowered),
                 *(["from symgrad.compile.threaded_matmul import matmul as tmatmul_, "
-                   "run_chunks as chunks_, matmul_chunks as mm_chunks_"]
-                  if self.parallel else []), "",
+                   "run_chunks as chunks_"] if self.parallel else []), "",
                 f"FASTMATH = {_fastmath()}", "f32 = np.float32", "array = np.array",
-                "ndarray = np.ndarray", f"REUSED = {self.reused()}",
-                f"FUSED = {self.fused_indices()}", ""]
-        parts = ["\n".join(head)] + body
+                "ndarray = np.ndarray", f"REUSED = {self.reused()}", ""]
+        parts = ["\n".join(head)]
+        for unit in self.plan.units:
+            if isinstance(unit, Kernel):
+                parts.append(self.kernel_source(self.lowered[unit.index]))
+            elif isinstance(unit, Nest):
+                parts.append(self.nest_source(unit))
         parts.append(self.driver())
         return "\n\n\n".join(parts) + "\n"
 
@@ -225,28 +221,6 @@ class ModuleWriter:
             "    except NumbaError_ as exc:",
             "        raise compile_error_(exc) from None"])
 
-    def fused_indices(self) -> dict:
-        """{matmul node index: kernel index} of the fused matmuls (``explain`` shows them).
-        Computed before the driver is written (the kernels' sources come first)."""
-        self.fused = self.fused_matmuls()
-        return {node.index: i for i, node in sorted(self.fused.items())}
-
-    def fused_matmuls(self) -> dict:
-        """{kernel index: matmul step node} for a threaded matmul followed at once by a
-        pooled kernel over its shape that reads it at the same index: each pool thread
-        computes a row block of the product and runs the kernel over it."""
-        units, fused = self.plan.units, {}
-        for step, k in zip(units, units[1:]):
-            if not isinstance(step, Step) or not isinstance(k, Kernel) or \
-                    not threads_matmul(step.node) or k.index not in self.chunk_loops or \
-                    k.rank != 2 or checks_trig(self.lowered[k.index], self.math):
-                continue
-            total = k.shape[0] * k.shape[1] if is_fully_known(k.shape) else 0
-            if total >= PARALLEL_THRESHOLD and any(i is step.node and same_index(i, k)
-                                                   for i in k.inputs):
-                fused[k.index] = step.node
-        return fused
-
     def placeholder_guards(self) -> None:
         """Unknown lengths that the plan took as equal must be equal in this call."""
         first: dict = {}
@@ -353,10 +327,6 @@ class ModuleWriter:
         call = f"({', '.join((['nc'] if parallel else []) + dims + args + names)})"
         if parallel and i in self.chunk_loops:   # the pool runs _k<i>_chunk(c, nc, ...)
             fn, call = "chunks_", f"(_k{i}_chunk{{}}, {call[1:]}"
-            mm = self.fused.get(i)
-            if mm is not None:   # the matmul's row blocks first, on the same threads
-                a, b = (self.value_of(n) for n in mm.inputs)
-                fn, call = "mm_chunks_", f"({a}, {b}, {self.value_of(mm)}, {call[1:]}"
         if checks_trig(self.lowered[i], self.math):
             first, again = (fn, call.format("")), (fn, call.format("_libm"))
             if fn != "chunks_":
@@ -434,11 +404,6 @@ class ModuleWriter:
         node = step.node
         v = f"v{node.index}"
         ins = [self.value_of(i) for i in node.inputs]
-        if any(n is node for n in self.fused.values()):
-            self.emit(f"{v} = np.empty({_tuple(map(str, node.shape))}, np.{node.dtype.name})"
-                      f"  # {node.op.name} {quoted(node.name)}: in row blocks with the next "
-                      "kernel")
-            return
         form = (PARALLEL_STEP_FORMS if self.parallel else STEP_FORMS).get(node.op)
         line = form(node, ins) if form is not None else None
         if line is None:

@@ -75,17 +75,15 @@ def _kernel_lines(k: Kernel, label: str) -> list:
     return lines
 
 
-def _step_line(step: Step, target: str, fused: dict) -> str:
+def _step_line(step: Step, target: str) -> str:
     node = step.node
     how = "numpy view" if node.op in VIEWS else "numpy"
-    if node.index in fused:
-        how = f"numpy, in row blocks each followed by kernel {fused[node.index]}'s loop"
-    elif target == "parallel" and threads_matmul(node):
+    if target == "parallel" and threads_matmul(node):
         how = "numpy, split over the thread pool when large"
     return (f"step      {node.op.name} '{node.name}' -> {format_shape(node.shape)} ({how})")
 
 
-def _units(plan: Plan, target: str, fused: dict) -> list:
+def _units(plan: Plan, target: str) -> list:
     lines = []
     for unit in plan.units:
         if isinstance(unit, Kernel):
@@ -96,7 +94,7 @@ def _units(plan: Plan, target: str, fused: dict) -> list:
             for k in unit.kernels:
                 lines += ["  " + line for line in _kernel_lines(k, f"kernel {k.index}")]
         else:
-            lines.append(_step_line(unit, target, fused))
+            lines.append(_step_line(unit, target))
     return lines
 
 
@@ -186,17 +184,15 @@ def _reuse_lines(plan: Plan, reused: dict, temps: list) -> tuple:
     return saved, lines
 
 
-def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None,
-            fused: Optional[dict] = None) -> str:
+def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None) -> str:
     """The report of ``plan`` (see the module docstring); ``reused``: {output node index:
-    input node index} for outputs the driver stores into a dead input's buffer; ``fused``:
-    {matmul node index: kernel index} for matmuls computed in row blocks with a kernel."""
+    input node index} for outputs the driver stores into a dead input's buffer."""
     kernels = len(plan.kernels)
     steps = sum(isinstance(u, Step) for u in plan.units)
     ins = ", ".join(f"{p.name} {p.dtype.name} {format_shape(p.shape)}" for p in inputs)
     head = (f"sg.function target={target!r}: {kernels} kernel{'s' * (kernels != 1)}, "
             f"{steps} step{'s' * (steps != 1)}, inputs {ins or 'none'}")
-    lines = [head] + _units(plan, target, fused or {})
+    lines = [head] + _units(plan, target)
     temps = _temporaries(plan)
     known = sum(b for _, b in temps if b is not None)
     saved, reuse = _reuse_lines(plan, reused or {}, temps)

@@ -96,7 +96,7 @@ def reuse_plan(plan: Plan, runs_once: Callable[[Kernel], bool]) -> dict:
         if not isinstance(unit, Kernel) or not _eligible(unit) or not runs_once(unit):
             continue
         free = [i for i in unit.inputs if i.index in fresh and group(i.index) not in kept
-                and last.get(group(i.index)) == at and same_index(i, unit)]
+                and last.get(group(i.index)) == at and _same_index(i, unit)]
         for j, o in enumerate(unit.outputs):
             if o.is_reduction or o.is_scatter or any(p.node is o.node
                                                       for p in unit.outputs[:j]):
@@ -113,8 +113,7 @@ def _eligible(k: Kernel) -> bool:
     return bool(k.rank) and is_fully_known(k.shape) and gather_axes(k, "r") is None
 
 
-def same_index(node, k: Kernel) -> bool:
-    """The loop of ``k`` reads ``node`` at exactly its iteration index."""
+def _same_index(node, k: Kernel) -> bool:
     if node.shape != k.shape:
         return False
     acc = input_access(node.dims, k.dims)

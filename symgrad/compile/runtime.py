@@ -71,7 +71,7 @@ class CompiledFunction:
         reads and writes; every temporary with its bytes; the rule behind each fusion
         boundary (see ``compile/explain.py`` and docs/compiler.md)."""
         return explain(self.plan, self.target, self.inputs,
-                       getattr(self.module, "REUSED", None), getattr(self.module, "FUSED", None))
+                       getattr(self.module, "REUSED", None))
 
     def _repr_pretty_(self, printer, cycle: bool) -> None:
         printer.text(repr(self) if cycle else repr(self) + "\n" + self.explain())

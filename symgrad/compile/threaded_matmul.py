@@ -169,27 +169,3 @@ def run_chunks(fn, nc: int, *args) -> int:
     finally:
         rest = [f.result() for f in futures]
     return sum(r or 0 for r in [first] + rest)
-
-
-def matmul_chunks(a, b, out, fn, nc: int, *args) -> int:
-    """``out[:] = a @ b`` in ``nc`` row chunks, each followed on the same thread by the
-    kernel loop ``fn(c, nc, *args)`` over the same rows (``c * m // nc`` up to
-    ``(c + 1) * m // nc``) while they are still in cache; returns what ``run_chunks``
-    returns. Over a multi-threaded BLAS the product runs whole first.
-
-    >>> a, b, out = np.ones((4, 3)), np.ones((3, 2)), np.empty((4, 2))
-    >>> def double(c, nc, r):
-    ...     r[c * 4 // nc:(c + 1) * 4 // nc] *= 2
-    >>> matmul_chunks(a, b, out, double, 2, out), out.tolist()[0]
-    (0, [6.0, 6.0])
-    """
-    m = out.shape[0]
-    if nc < 2 or blas_threads() > 1:
-        np.matmul(a, b, out=out)
-        return run_chunks(fn, nc, *args)
-
-    def chunk(c: int, nc: int, *args):
-        lo, hi = c * m // nc, (c + 1) * m // nc
-        np.matmul(a[lo:hi], b, out=out[lo:hi])
-        return fn(c, nc, *args)
-    return run_chunks(chunk, nc, *args)
