@@ -81,9 +81,20 @@ def _fma(typingctx, a, b, c):
     return types.float64(types.float64, types.float64, types.float64), codegen
 
 
+# --- integer <-> float without conversion instructions ---------------------------------------
+# AVX2 has no packed float64 <-> int64 conversion (cvttpd2qq / cvtqq2pd are AVX-512DQ), so
+# LLVM scalarises every ``np.int64(x)`` and ``np.float64(k)``. Adding 1.5 * 2**52 instead
+# rounds a float64 below 2**51 in magnitude to an integer held in the low mantissa bits:
+# ``_bits(x + _SHIFT)`` then carries round(x) modulo 2**51 in its low bits, and
+# ``_float(k + _SHIFT_BITS) - _SHIFT`` is the float of an integer k. Both are exact.
+
+_SHIFT = 6755399441055744.0                   # 0x1.8p52
+_SHIFT_BITS = np.int64(0x4338000000000000)
+
+
 @_jit
 def _pow2(k):
-    """2.0**k for an int64 k in [-1022, 1023] (a normal float64)."""
+    """2.0**k as a float64, from an int64 whose low 12 bits are k (k in [-1022, 1023])."""
     return _float((k + np.int64(1023)) << np.int64(52))
 
 
@@ -98,47 +109,42 @@ _EXP_UNDERFLOW = -745.1332191019412
 
 @_jit
 def _expm1_poly(r):
-    """exp(r) - 1 for |r| <= ln2/2 + a little: Taylor series to degree 14 (error < 2**-56)."""
-    p = 1.0 / 87178291200.0
-    p = p * r + 1.0 / 6227020800.0
-    p = p * r + 1.0 / 479001600.0
-    p = p * r + 1.0 / 39916800.0
-    p = p * r + 1.0 / 3628800.0
-    p = p * r + 1.0 / 362880.0
-    p = p * r + 1.0 / 40320.0
-    p = p * r + 1.0 / 5040.0
-    p = p * r + 1.0 / 720.0
-    p = p * r + 1.0 / 120.0
-    p = p * r + 1.0 / 24.0
-    p = p * r + 1.0 / 6.0
-    p = p * r + 0.5
-    return r + (r * r) * p
+    """exp(r) - 1 for |r| <= ln2/2 + a little: Taylor series to degree 13 (error < 2**-57),
+    one fused multiply-add per term."""
+    p = _fma(r, 1.0 / 6227020800.0, 1.0 / 479001600.0)
+    p = _fma(p, r, 1.0 / 39916800.0)
+    p = _fma(p, r, 1.0 / 3628800.0)
+    p = _fma(p, r, 1.0 / 362880.0)
+    p = _fma(p, r, 1.0 / 40320.0)
+    p = _fma(p, r, 1.0 / 5040.0)
+    p = _fma(p, r, 1.0 / 720.0)
+    p = _fma(p, r, 1.0 / 120.0)
+    p = _fma(p, r, 1.0 / 24.0)
+    p = _fma(p, r, 1.0 / 6.0)
+    p = _fma(p, r, 0.5)
+    return _fma(r * r, p, r)
 
 
 @_jit
 def _reduce_ln2(x):
-    """n and r with x = n * ln2 + r, |r| <= ln2 / 2 (x already clamped to +-746)."""
-    n = np.floor(x * _LOG2E + 0.5)
-    return n, _fma(-n, _LN2_LO, _fma(-n, _LN2_HI, x))
-
-
-@_jit
-def _scale(p, k):
-    """p * 2**k for p in [0.7, 1.5) and k in [-1076, 1024], by adding k to p's exponent
-    field (an integer add: fast-math reassociation cannot move it); results below the
-    normal range are formed 64 binades up and scaled by one multiply (one rounding)."""
-    tiny = k < np.int64(-1020)
-    kk = k + np.int64(64) if tiny else k
-    y = _float(_bits(p) + (kk << np.int64(52)))
-    return y * 5.421010862427522e-20 if tiny else y        # 2**-64
+    """kd, r with x = n * ln2 + r, |r| <= ln2 / 2, n = round(x / ln2) in kd's low bits
+    (x already clamped to +-746)."""
+    kd = _fma(x, _LOG2E, _SHIFT)
+    n = kd - _SHIFT
+    return kd, _fma(-n, _LN2_LO, _fma(-n, _LN2_HI, x))
 
 
 @_jit
 def exp_f64(x):
     xc = x if x < 709.8 else 709.8
     xc = xc if xc > -746.0 else -746.0
-    n, r = _reduce_ln2(xc)
-    result = _scale(_expm1_poly(r) + 1.0, np.int64(n))
+    kd, r = _reduce_ln2(xc)
+    # p * 2**n by an integer add to p's exponent field; results below the normal range are
+    # formed 64 binades up and scaled by one multiply (one rounding)
+    tiny = kd < _SHIFT - 1020.0
+    k = _bits(kd) + np.int64(64) if tiny else _bits(kd)
+    result = _float(_bits(_expm1_poly(r) + 1.0) + (k << np.int64(52)))
+    result = result * 5.421010862427522e-20 if tiny else result        # 2**-64
     if x > _EXP_OVERFLOW:
         result = math.inf
     if x != x:
@@ -148,15 +154,19 @@ def exp_f64(x):
 
 @_jit
 def expm1_f64(x):
-    xc = x if x < 709.0 else 709.0
+    xc = x if x < 709.8 else 709.8
     xc = xc if xc > -40.0 else -40.0
-    n, r = _reduce_ln2(xc)
-    k = np.int64(n)
+    kd, r = _reduce_ln2(xc)
     e = _expm1_poly(r)
-    s = _scale(1.0, k if k < np.int64(60) else np.int64(60))   # 2**n, exact
-    result = _fma(s, e, s - 1.0)                 # 2**n * (e + 1) - 1, one rounding
-    if k > np.int64(55):
-        result = exp_f64(x) - 1.0
+    # 2**n * (e + 1) - 1 = s * e + (s - 1) with s = 2**min(n, 60), one rounding; beyond
+    # n = 60 the -1 is lost anyway and the result is scaled by 2**(n - 60), exactly
+    big = kd > _SHIFT + 60.0
+    kb = _bits(kd)
+    s = _pow2(np.int64(60) if big else kb)
+    t = _pow2(kb - np.int64(60) if big else np.int64(0))
+    result = _fma(s, e, s - 1.0) * t
+    if x > _EXP_OVERFLOW:
+        result = math.inf
     if x != x or x == 0.0:                       # NaN, and the sign of zero
         result = x
     return result
@@ -176,29 +186,34 @@ _ONE_BITS = np.int64(0x3FF0000000000000)
 
 
 @_jit
-def _log_kernel(f, k):
-    """log(2**k * (1 + f)) for f in [sqrt(2)/2 - 1, sqrt(2) - 1]."""
+def _log_kernel(f, dk):
+    """log(2**dk * (1 + f)) for f in [sqrt(2)/2 - 1, sqrt(2) - 1] (fdlibm's kernel)."""
     s = f / (2.0 + f)
     z = s * s
     w = z * z
-    t1 = w * (_LG2 + w * (_LG4 + w * _LG6))
-    t2 = z * (_LG1 + w * (_LG3 + w * (_LG5 + w * _LG7)))
+    t1 = w * _fma(w, _fma(w, _LG6, _LG4), _LG2)
+    t2 = z * _fma(w, _fma(w, _fma(w, _LG7, _LG5), _LG3), _LG1)
     hfsq = 0.5 * f * f
-    dk = np.float64(k)
-    return dk * _LN2_HI - ((hfsq - (s * (hfsq + (t1 + t2)) + dk * _LN2_LO)) - f)
+    return _fma(dk, _LN2_HI, -((hfsq - _fma(s, hfsq + (t1 + t2), dk * _LN2_LO)) - f))
+
+
+@_jit
+def _log_reduce(hx):
+    """f, e for the positive float64 with bits hx = 2**(e - 1023) * (1 + f), 1 + f in
+    [sqrt(2)/2, sqrt(2)); e is the biased exponent, an int64."""
+    m = hx & _MANTISSA
+    i = (m + np.int64(0x95F6400000000)) & np.int64(0x10000000000000)  # m >= sqrt(2)?
+    f = _float(m | (i ^ _ONE_BITS)) - 1.0                  # exact
+    return f, ((hx >> np.int64(52)) & np.int64(0x7FF)) + (i >> np.int64(52))
 
 
 @_jit
 def log_f64(x):
     subnormal = x < 2.2250738585072014e-308
     xs = x * 18014398509481984.0 if subnormal else x      # 2**54
-    hx = _bits(xs)
-    k = ((hx >> np.int64(52)) & np.int64(0x7FF)) - np.int64(1023)
-    k = k - np.int64(54) if subnormal else k
-    m = hx & _MANTISSA
-    i = (m + np.int64(0x95F6400000000)) & np.int64(0x10000000000000)  # m >= sqrt(2)?
-    f = _float(m | (i ^ _ONE_BITS)) - 1.0                  # exact
-    result = _log_kernel(f, k + (i >> np.int64(52)))
+    f, e = _log_reduce(_bits(xs))
+    dk = _float(e | _SHIFT_BITS) - ((_SHIFT + 1077.0) if subnormal else (_SHIFT + 1023.0))
+    result = _log_kernel(f, dk)
     if x == 0.0:
         result = -math.inf
     if x < 0.0:
@@ -210,15 +225,20 @@ def log_f64(x):
 
 @_jit
 def log1p_f64(x):
-    """Near 0 the kernel takes x itself (1 + x is never rounded); elsewhere log(1 + x),
-    whose rounding costs at most 2**-53 against a result above 0.34 in magnitude."""
-    near = x > -0.2928932188134524 and x < 0.41421356237309503
-    result = log_f64(1.0 + x)
-    if near:
-        result = _log_kernel(x, np.int64(0))
+    """log(u + c) with u = 1 + x rounded and c = x - (u - 1) its exact rounding error: the
+    reduction of u gives 2**k * (1 + f), and the kernel takes f + c * 2**-k (f is x itself
+    when k = 0)."""
+    u = 1.0 + x
+    c = x - (u - 1.0)
+    f, e = _log_reduce(_bits(u))
+    ec = e if e < np.int64(2000) else np.int64(2000)        # 2**-k for k up to 977
+    f = _fma(c, _float((np.int64(2046) - ec) << np.int64(52)), f)
+    result = _log_kernel(f, _float(e | _SHIFT_BITS) - (_SHIFT + 1023.0))
     if x == -1.0:
         result = -math.inf
-    if x != x or x == 0.0:
+    if x < -1.0:
+        result = math.nan
+    if x == math.inf or x != x or x == 0.0:
         result = x
     return result
 
@@ -242,23 +262,25 @@ _C4, _C5, _C6 = -2.75573143513906633035e-07, 2.08757232129817482790e-09, \
 
 @_jit
 def _reduce_pio2(x):
-    """n, y with x = n * pi/2 + y, |y| <= pi/4 + tiny, for |x| < 2**19 * pi/2: three fused
-    multiply-adds, each exact but for one rounding of a result no larger than the last."""
-    n = np.floor(x * _INV_PIO2 + 0.5)
-    return n, _fma(-n, _PIO2_C, _fma(-n, _PIO2_B, _fma(-n, _PIO2_A, x)))
+    """kd, y with x = n * pi/2 + y, |y| <= pi/4 + tiny, n in kd's low bits, for
+    |x| < TRIG_LIMIT: three fused multiply-adds, each exact but for one rounding of a
+    result no larger than the last."""
+    kd = _fma(x, _INV_PIO2, _SHIFT)
+    n = kd - _SHIFT
+    return kd, _fma(-n, _PIO2_C, _fma(-n, _PIO2_B, _fma(-n, _PIO2_A, x)))
 
 
 @_jit
 def _sin_kernel(y):
     z = y * y
-    r = _S2 + z * (_S3 + z * (_S4 + z * (_S5 + z * _S6)))
-    return _fma(z * y, _S1 + z * r, y)
+    r = _fma(z, _fma(z, _fma(z, _fma(z, _S6, _S5), _S4), _S3), _S2)
+    return _fma(z * y, _fma(z, r, _S1), y)
 
 
 @_jit
 def _cos_kernel(y):
     z = y * y
-    r = z * (_C1 + z * (_C2 + z * (_C3 + z * (_C4 + z * (_C5 + z * _C6)))))
+    r = z * _fma(z, _fma(z, _fma(z, _fma(z, _fma(z, _C6, _C5), _C4), _C3), _C2), _C1)
     hz = 0.5 * z
     w = 1.0 - hz
     return w + _fma(z, r, (1.0 - w) - hz)
@@ -267,14 +289,13 @@ def _cos_kernel(y):
 @_jit
 def _sincos_quadrant(x, shift):
     """sin(x) (shift 0) or cos(x) (shift 1) for |x| < TRIG_LIMIT; NaN beyond (the kernel
-    then reruns with libm, see ``trig_in_range``)."""
+    then reruns with libm, see ``trig_in_range``). sin and cos of one argument share
+    everything but the last two selects (LLVM merges the rest after inlining)."""
     xc = x if abs(x) < TRIG_LIMIT else math.nan
-    n, y = _reduce_pio2(xc)
-    q = (np.int64(n) + shift) & np.int64(3)
-    s = _sin_kernel(y)
-    c = _cos_kernel(y)
-    v = c if (q & np.int64(1)) == np.int64(1) else s
-    return -v if q >= np.int64(2) else v
+    kd, y = _reduce_pio2(xc)
+    q = _bits(kd) + shift
+    v = _cos_kernel(y) if (q & np.int64(1)) != np.int64(0) else _sin_kernel(y)
+    return _float(_bits(v) ^ ((q & np.int64(2)) << np.int64(62)))   # negated in q = 2, 3
 
 
 @_jit
