@@ -103,26 +103,26 @@ def _pow2(k):
 _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01    # 32 significant bits: n * _LN2_HI is exact
 _LN2_LO = 1.90821492927058770002e-10
-_EXP_OVERFLOW = 709.782712893384
-_EXP_UNDERFLOW = -745.1332191019412
+
+
+_E0, _E1, _E2, _E3 = 0.5, 0.1666666666666667, 0.04166666666666667, 0.008333333333326136
+_E4, _E5, _E6 = 0.0013888888888883748, 0.00019841269874820627, 2.4801587325547743e-05
+_E7, _E8, _E9, _E10 = 2.7557255400206422e-06, 2.75572736431103e-07, 2.5105217004720745e-08, \
+    2.0914686968086876e-09
 
 
 @_jit
 def _expm1_poly(r):
-    """exp(r) - 1 for |r| <= ln2/2 + a little: Taylor series to degree 13 (error < 2**-57),
-    one fused multiply-add per term."""
-    p = _fma(r, 1.0 / 6227020800.0, 1.0 / 479001600.0)
-    p = _fma(p, r, 1.0 / 39916800.0)
-    p = _fma(p, r, 1.0 / 3628800.0)
-    p = _fma(p, r, 1.0 / 362880.0)
-    p = _fma(p, r, 1.0 / 40320.0)
-    p = _fma(p, r, 1.0 / 5040.0)
-    p = _fma(p, r, 1.0 / 720.0)
-    p = _fma(p, r, 1.0 / 120.0)
-    p = _fma(p, r, 1.0 / 24.0)
-    p = _fma(p, r, 1.0 / 6.0)
-    p = _fma(p, r, 0.5)
-    return _fma(r * r, p, r)
+    """exp(r) - 1 for |r| <= ln2/2 + a little: r + r**2 * P(r), P a degree-10 Chebyshev fit
+    of (exp(r) - 1 - r) / r**2 (relative error < 2**-61), evaluated by Estrin's scheme
+    (fused multiply-adds, a dependency chain of five instead of twelve)."""
+    r2 = r * r
+    r4 = r2 * r2
+    b0 = _fma(r2, _fma(r, _E3, _E2), _fma(r, _E1, _E0))
+    b1 = _fma(r2, _fma(r, _E7, _E6), _fma(r, _E5, _E4))
+    b2 = _fma(r2, _E10, _fma(r, _E9, _E8))
+    p = _fma(r4 * r4, b2, _fma(r4, b1, b0))
+    return _fma(r2, p, r)
 
 
 @_jit
@@ -135,41 +135,45 @@ def _reduce_ln2(x):
 
 
 @_jit
-def exp_f64(x):
-    xc = x if x < 709.8 else 709.8
-    xc = xc if xc > -746.0 else -746.0
+def _exp_core(x):
+    """exp(x) for x <= 709.8, or NaN. p * 2**n is formed as (p * 2**(n - 1)) * 2, which
+    overflows to inf exactly where exp does; results below the normal range are formed 63
+    binades up and scaled down by one multiply (one rounding). NaN propagates."""
+    xc = -746.0 if x < -746.0 else x
     kd, r = _reduce_ln2(xc)
-    # p * 2**n by an integer add to p's exponent field; results below the normal range are
-    # formed 64 binades up and scaled by one multiply (one rounding)
     tiny = kd < _SHIFT - 1020.0
-    k = _bits(kd) + np.int64(64) if tiny else _bits(kd)
-    result = _float(_bits(_expm1_poly(r) + 1.0) + (k << np.int64(52)))
-    result = result * 5.421010862427522e-20 if tiny else result        # 2**-64
-    if x > _EXP_OVERFLOW:
-        result = math.inf
-    if x != x:
-        result = x
-    return result
+    k = _bits(kd) + np.int64(63) if tiny else _bits(kd) - np.int64(1)
+    y = (_expm1_poly(r) + 1.0) * _pow2(k)
+    return y * (1.0842021724855044e-19 if tiny else 2.0)      # 2**-63
+
+
+@_jit
+def exp_f64(x):
+    return _exp_core(709.8 if x > 709.8 else x)
+
+
+@_jit
+def _expm1_small(x):
+    """expm1(x) for x in [-40, 40], or NaN (+0.0 for -0.0): 2**n * (e + 1) - 1 as
+    s * e + (s - 1) with s = 2**n, one rounding."""
+    kd, r = _reduce_ln2(x)
+    s = _pow2(_bits(kd))
+    return _fma(s, _expm1_poly(r), s - 1.0)
 
 
 @_jit
 def expm1_f64(x):
-    xc = x if x < 709.8 else 709.8
-    xc = xc if xc > -40.0 else -40.0
+    xc = 709.8 if x > 709.8 else x
+    xc = -40.0 if xc < -40.0 else xc
     kd, r = _reduce_ln2(xc)
-    e = _expm1_poly(r)
-    # 2**n * (e + 1) - 1 = s * e + (s - 1) with s = 2**min(n, 60), one rounding; beyond
-    # n = 60 the -1 is lost anyway and the result is scaled by 2**(n - 60), exactly
+    # as _expm1_small with s = 2**min(n, 60): beyond n = 60 the -1 is lost anyway, and the
+    # result is scaled by 2**(n - 60) exactly (overflowing to inf where expm1 does)
     big = kd > _SHIFT + 60.0
     kb = _bits(kd)
     s = _pow2(np.int64(60) if big else kb)
     t = _pow2(kb - np.int64(60) if big else np.int64(0))
-    result = _fma(s, e, s - 1.0) * t
-    if x > _EXP_OVERFLOW:
-        result = math.inf
-    if x != x or x == 0.0:                       # NaN, and the sign of zero
-        result = x
-    return result
+    result = _fma(s, _expm1_poly(r), s - 1.0) * t
+    return x if x == 0.0 else result             # the sign of zero
 
 
 # --- log and log1p -------------------------------------------------------------------------
@@ -224,16 +228,21 @@ def log_f64(x):
 
 
 @_jit
-def log1p_f64(x):
-    """log(u + c) with u = 1 + x rounded and c = x - (u - 1) its exact rounding error: the
-    reduction of u gives 2**k * (1 + f), and the kernel takes f + c * 2**-k (f is x itself
-    when k = 0)."""
+def _log1p_core(x):
+    """log1p(x) for finite x > -1: log(u + c) with u = 1 + x rounded and c = x - (u - 1)
+    its exact rounding error. The reduction of u gives 2**k * (1 + f), and the kernel takes
+    f + c * 2**-k (which is x itself when k = 0)."""
     u = 1.0 + x
     c = x - (u - 1.0)
     f, e = _log_reduce(_bits(u))
     ec = e if e < np.int64(2000) else np.int64(2000)        # 2**-k for k up to 977
     f = _fma(c, _float((np.int64(2046) - ec) << np.int64(52)), f)
-    result = _log_kernel(f, _float(e | _SHIFT_BITS) - (_SHIFT + 1023.0))
+    return _log_kernel(f, _float(e | _SHIFT_BITS) - (_SHIFT + 1023.0))
+
+
+@_jit
+def log1p_f64(x):
+    result = _log1p_core(x)
     if x == -1.0:
         result = -math.inf
     if x < -1.0:
@@ -320,25 +329,26 @@ def cos_f64(x):
 
 @_jit
 def tanh_f64(x):
+    """expm1(2|x|) / (expm1(2|x|) + 2) with x's sign (tanh(+-20) is +-1 in float64)."""
     ax = abs(x)
-    t = expm1_f64(2.0 * (ax if ax < 20.0 else 20.0))
-    result = math.copysign(t / (t + 2.0), x)
-    return x if x == 0.0 or x != x else result
+    t = _expm1_small(2.0 * (20.0 if ax > 20.0 else ax))
+    return math.copysign(t / (t + 2.0), x)
 
 
 @_jit
 def sigmoid_f64(x):
     """1 / (1 + exp(-x)) without overflow: exp(-|x|) / (1 + exp(-|x|)) mirrored."""
-    e = exp_f64(-abs(x))
+    e = _exp_core(-abs(x))
     p = 1.0 / (1.0 + e)
-    return p if x >= 0.0 else (e * p if x == x else x)
+    return p if x >= 0.0 else e * p
 
 
 @_jit
 def softplus_f64(x):
-    """log(1 + exp(x)) as np.logaddexp(0, x)."""
+    """log(1 + exp(x)) as np.logaddexp(0, x): max(x, 0) + log1p(exp(-|x|))."""
     m = x if x > 0.0 else 0.0
-    return m + log1p_f64(exp_f64(-abs(x))) if x == x else x
+    result = m + _log1p_core(_exp_core(-abs(x)))
+    return result if x == x else x
 
 
 # --- float32: through float64, rounded once --------------------------------------------------
