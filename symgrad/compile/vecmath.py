@@ -219,12 +219,10 @@ def log_f64(x):
     f, e = _log_reduce(_bits(xs))
     dk = _float(e | _SHIFT_BITS) - ((_SHIFT + 1077.0) if subnormal else (_SHIFT + 1023.0))
     result = _log_kernel(f, dk)
-    if x == 0.0:
-        result = -math.inf
-    if x < 0.0:
+    if x + x == x:                          # +-0 and +inf
+        result = -math.inf if x == 0.0 else x
+    if not x >= 0.0:                        # negative, -inf, NaN
         result = math.nan
-    if x == math.inf or x != x:
-        result = x
     return result
 
 
@@ -243,13 +241,11 @@ def _log1p_core(x):
 
 @_jit
 def log1p_f64(x):
-    result = _log1p_core(x)
-    if x == -1.0:
-        result = -math.inf
-    if x < -1.0:
-        result = math.nan
-    if x == math.inf or x != x or x == 0.0:
+    result = _log1p_core(x)                 # NaN propagates through c
+    if x + x == x:                          # +-0 (keeping the sign) and +inf
         result = x
+    if x <= -1.0:                           # -1 and below, -inf included
+        result = -math.inf if x == -1.0 else math.nan
     return result
 
 
@@ -346,10 +342,16 @@ def sigmoid_f64(x):
 
 @_jit
 def softplus_f64(x):
-    """log(1 + exp(x)) as np.logaddexp(0, x): max(x, 0) + log1p(exp(-|x|))."""
-    m = x if x > 0.0 else 0.0
-    result = m + _log1p_core(_exp_core(-abs(x)))
-    return result if x == x else x
+    """log(1 + exp(x)) as np.logaddexp(0, x): max(x, 0) + log1p(e), e = exp(-|x|) in
+    [0, 1]. Then 1 + e = u + c (u rounded, c exact) lies in [1, 2], so the log reduction
+    is one compare: u = 2**k * (1 + f) with k = 0 or 1. NaN propagates."""
+    e = _exp_core(-abs(x))
+    u = 1.0 + e
+    c = e - (u - 1.0)
+    big = u > 1.4142135623730951
+    f = _fma(u, 0.5, -1.0) if big else u - 1.0                   # exact
+    f = _fma(c, 0.5 if big else 1.0, f)
+    return (x if x > 0.0 else 0.0) + _log_kernel(f, 1.0 if big else 0.0)
 
 
 # --- float32: through float64, rounded once --------------------------------------------------
