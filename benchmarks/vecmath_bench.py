@@ -5,9 +5,10 @@
 
 For every function of ``symgrad.compile.vecmath`` it compiles a loop with the generated
 kernels' flags, once calling the vectorisable form and once calling libm (``math.*``), and
-times it over ``--n`` float64 values in [-2, 2] (log over [1e-3, 1e3]) and over 2048 values
-that stay in L1 (compute only). A plain copy loop gives the memory floor. Timings are
-medians of rounds that alternate the loops (the machine may be shared). It also counts the
+times it over ``--n`` float64 values in [-2, 2] (log over [1e-3, 1e3]). A plain copy loop
+gives the memory floor, and ``sin+cos`` (both of one argument) should cost about one sin.
+Timings are the median and the best of rounds that alternate the loops (the machine may be
+shared: compare loops of one run, not runs). It also counts the
 packed SIMD instructions in the fast loop's assembly (0 would mean it was not vectorised)
 and the float <-> int conversions left in it (AVX2 has no packed float64 <-> int64
 conversion, so each one is scalarised there). Writes JSON with the machine's ISA.
@@ -36,31 +37,31 @@ FLAGS = {"contract", "afn", "reassoc", "arcp", "nsz"}
 LIBM = {"exp": math.exp, "expm1": math.expm1, "log": math.log, "log1p": math.log1p,
         "sin": math.sin, "cos": math.cos, "tanh": math.tanh}
 FUNCTIONS = ["exp", "expm1", "log", "log1p", "sin", "cos", "tanh", "sigmoid", "softplus"]
-IN_CACHE = 2048
 
 
 def loop(fn):
     @numba.njit(error_model="numpy", fastmath=FLAGS)
-    def run(xs, out, reps):
-        for _ in range(reps):
-            for i in range(xs.size):
-                out[i] = fn(xs[i])
+    def run(xs, out):
+        for i in range(xs.size):
+            out[i] = fn(xs[i])
     return run
 
 
 @numba.njit(error_model="numpy", fastmath=FLAGS)
-def copy(xs, out, reps):
-    for _ in range(reps):
-        for i in range(xs.size):
-            out[i] = xs[i]
+def copy(xs, out):
+    for i in range(xs.size):
+        out[i] = xs[i]
 
 
 @numba.njit(error_model="numpy", fastmath=FLAGS)
-def sincos(xs, out, reps):
+def sincos(xs, out):
     """sin and cos of one argument: costs about one sin when the two share their work."""
-    for _ in range(reps):
-        for i in range(xs.size):
-            out[i] = vm.sin_f64(xs[i]) + vm.cos_f64(xs[i])
+    for i in range(xs.size):
+        out[i] = vm.sin_f64(xs[i]) + vm.cos_f64(xs[i])
+
+
+def libm_call(fn):
+    return numba.njit(lambda x: fn(x))
 
 
 def isa() -> str:
@@ -98,24 +99,25 @@ def asm_counts(run) -> tuple[int, int]:
     return packed, converts
 
 
-def timed(runs: dict, xs: np.ndarray, reps: int, rounds: int) -> dict:
-    """Median ns per element of each loop, the loops alternating within each round."""
-    out = np.empty_like(xs)
-    for run in runs.values():
-        run(xs, out, 1)
+def timed(runs: dict, inputs: dict, rounds: int) -> dict:
+    """(median, best) ns per element of each loop, the loops alternating within a round."""
+    outs = {key: np.empty_like(xs) for key, xs in inputs.items()}
+    for key, run in runs.items():
+        run(inputs[key], outs[key])
     samples: dict = {k: [] for k in runs}
     for _ in range(rounds):
         for key, run in runs.items():
+            xs = inputs[key]
             t0 = time.perf_counter()
-            run(xs, out, reps)
-            samples[key].append((time.perf_counter() - t0) * 1e9 / (reps * xs.size))
-    return {k: float(np.median(v)) for k, v in samples.items()}
+            run(xs, outs[key])
+            samples[key].append((time.perf_counter() - t0) * 1e9 / xs.size)
+    return {k: (float(np.median(v)), float(np.min(v))) for k, v in samples.items()}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10**6)
-    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--functions", default=",".join(FUNCTIONS))
     ap.add_argument("--no-libm", action="store_true")
     ap.add_argument("--json", default=os.path.join(ROOT, "benchmarks", "results", "vecmath.json"))
@@ -126,26 +128,20 @@ def main(argv=None) -> int:
     for name in names:
         runs[name] = loop(getattr(vm, f"{name}_f64"))
         if name in LIBM and not args.no_libm:
-            runs[name + " libm"] = loop(numba.njit(LIBM[name]))
-    big = rng.uniform(-2.0, 2.0, args.n)
-    small = big[:IN_CACHE].copy()
-    t_big = timed(runs, big, 1, args.rounds)
-    t_small = timed(runs, small, max(1, args.n // IN_CACHE), args.rounds)
-    logs = {"log": rng.uniform(1e-3, 1e3, args.n)}
-    for name in ("log", "log libm"):
-        if name in runs:       # log of [-2, 2] is mostly NaN: time it on positive values
-            sel = {name: runs[name], "copy": copy}
-            t_big[name] = timed(sel, logs["log"], 1, args.rounds)[name]
-            t_small[name] = timed(sel, logs["log"][:IN_CACHE].copy(),
-                                  max(1, args.n // IN_CACHE), args.rounds)[name]
+            runs[name + " libm"] = loop(libm_call(LIBM[name]))
+    xs = rng.uniform(-2.0, 2.0, args.n)
+    positive = rng.uniform(1e-3, 1e3, args.n)       # log of [-2, 2] would be half NaN
+    inputs = {k: positive if k.startswith("log ") or k == "log" else xs for k in runs}
+    times = timed(runs, inputs, args.rounds)
     rows = []
-    print(f"{'loop':14s} {'ns/elt':>8s} {'in L1':>8s} {'packed':>7s} {'cvt':>4s}")
+    print(f"{'loop':14s} {'ns/elt':>7s} {'best':>6s} {'packed':>7s} {'cvt':>4s}")
     for key in runs:
         packed, converts = asm_counts(runs[key])
-        rows.append({"loop": key, "n": args.n, "ns_per_element": t_big[key],
-                     "ns_per_element_in_l1": t_small[key], "packed_simd_instructions": packed,
+        median, best = times[key]
+        rows.append({"loop": key, "n": args.n, "ns_per_element": median,
+                     "best_ns_per_element": best, "packed_simd_instructions": packed,
                      "scalar_conversions": converts})
-        print(f"{key:14s} {t_big[key]:8.2f} {t_small[key]:8.2f} {packed:7d} {converts:4d}")
+        print(f"{key:14s} {median:7.2f} {best:6.2f} {packed:7d} {converts:4d}")
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     meta = {"cpu": cpu_model(), "isa": isa(), "llvm_cpu": numba.config.CPU_NAME or "host",
             "numba": numba.__version__, "command": "python benchmarks/vecmath_bench.py " +

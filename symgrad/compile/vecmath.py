@@ -2,16 +2,18 @@
 
 numba lowers ``math.exp`` and friends to scalar libm calls, which LLVM cannot vectorise
 (llvmlite's LLVM has no vector math library). These functions are written in plain float
-and integer arithmetic (range reduction, polynomials, bit manipulation through two tiny
-bit-cast intrinsics, selects instead of branches), so once inlined into a loop LLVM emits
-packed SIMD code for them (AVX2/AVX-512 lanes).
+and integer arithmetic (range reduction, polynomials with fused multiply-adds, bit
+manipulation through two tiny bit-cast intrinsics, selects instead of branches), so once
+inlined into a loop LLVM emits packed SIMD code for them (AVX2/AVX-512 lanes). Nothing
+converts between float64 and int64 (AVX2 has no packed instruction for it): integers are
+read from and written to the low mantissa bits of ``x + 1.5 * 2**52``.
 
 Accuracy against a correctly rounded reference (measured by ``tests/test_vecmath.py`` over
-wide ranges; documented in ``docs/vecmath.md``): exp, log, log1p, expm1 at most 1 ulp,
-sin and cos at most 1 ulp for |x| < 2**19 * pi / 2 (beyond that they call libm), tanh at
-most 2 ulp, sigmoid and softplus (built on exp/log1p) at most 3 ulp. Special values are
-libm's: NaN in gives NaN, exp(inf) = inf, exp(-inf) = 0, log(0) = -inf, log(x < 0) = NaN,
-log(inf) = inf, subnormal inputs and results, overflow to inf, sin(inf) = NaN.
+wide ranges; documented in ``docs/vecmath.md``): exp, log, log1p within 1.1 ulp, expm1 1.7,
+sin and cos 1.4 for |x| < 2**30 (beyond that the kernel calls libm), tanh 1.9, sigmoid 2.0,
+softplus 1.4. Special values are libm's: NaN in gives NaN, exp(inf) = inf, exp(-inf) = 0,
+log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, subnormal inputs and results, overflow
+to inf, sin(inf) = NaN.
 
 float32 versions compute in float64 and round once (at most 1 ulp in float32; the vector
 lanes are half as many, still far ahead of scalar libm).
