@@ -36,9 +36,14 @@ _MAX_EXP = 64
 _HALF = sp.Rational(1, 2)
 
 
-def _wanted(e) -> bool:
-    """An exponent the chains handle: a number n/2 (n integer), 0 < |e| <= 64, not 1."""
-    return (e.is_Rational and e.q in (1, 2) and e != 1 and e != 0 and abs(e) <= _MAX_EXP)
+def _exponent(e):
+    """``e`` as a Rational n/2 (n integer) if the chains handle it (0 < |e| <= 64, not 1;
+    a float such as ``2.5`` counts), else None."""
+    if e.is_Float and e.is_finite and float(2 * e).is_integer():
+        e = sp.Rational(int(2 * e), 2)
+    if e.is_Rational and e.q in (1, 2) and e != 1 and e != 0 and abs(e) <= _MAX_EXP:
+        return e
+    return None
 
 
 @dataclass
@@ -66,18 +71,18 @@ class _Base:
 
 def _roots(statements: list) -> dict:
     """{t: (b, e)} for statements ``t = b**e`` (so ``t**n`` is the power ``b**(e*n)``)."""
-    return {s: expr.args for s, expr in statements
-            if expr.is_Pow and not expr.base.is_Number and _wanted(expr.exp)}
+    return {s: (expr.base, _exponent(expr.exp)) for s, expr in statements
+            if expr.is_Pow and not expr.base.is_Number and _exponent(expr.exp) is not None}
 
 
 def _as_power(node, roots: dict):
     """(base, exponent) of a Pow node the chains handle, seen through ``roots``, or None."""
-    if not node.is_Pow or node.base.is_Number or not node.exp.is_Rational:
+    if not node.is_Pow or node.base.is_Number or not node.exp.is_Number:
         return None
-    base, e = node.args
-    if base in roots and e.is_Integer:
-        base, e = roots[base][0], roots[base][1] * e
-    return (base, e) if _wanted(e) else None
+    base, e = node.base, _exponent(node.exp)
+    if e is not None and base in roots and e.is_Integer:
+        base, e = roots[base][0], _exponent(roots[base][1] * e)
+    return (base, e) if e is not None else None
 
 
 def _collect(exprs: list, roots: dict) -> dict:
