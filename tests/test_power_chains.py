@@ -112,7 +112,8 @@ def _point_source(source: str, marker: str) -> str:
 @pytest.mark.parametrize("name, sqrts", [("lj: mask before sqrt, r**-12 - r**-6", 1),
                                          ("lj: mask after sqrt, r**-12 - r**-6", 1),
                                          ("lj: 0.5*sum ~eye, r2**-6 - r2**-3", 0),
-                                         ("lj: cutoff where(r < rc)", 2)])
+                                         ("lj: cutoff where(r < rc)", 1),
+                                         ("coulomb, cutoff", 1)])
 def test_pair_kernel_divides_once(name, sqrts):
     data = w.make_data(20)
     P = sg.placeholder("P", shape=(20, 3))

@@ -25,6 +25,7 @@ from sympy.utilities.exceptions import SymPyDeprecationWarning
 from ..ops.symbols import dtype_kind, input_symbol
 from .powers import power_chains
 from .printer import ZERO, number
+from .rootcmp import root_comparisons
 from .regions import Kernel
 
 _RESERVED = re.compile(r"^([inotvscruq]\d+|c|nc|lo|hi|math|np|numba|prange|f32|acc\d*|"
@@ -81,6 +82,7 @@ def region_exprs(kernel: Kernel) -> tuple:
     Expressions are over the input symbols and the intermediates ``u<k>``; ``bound`` lists
     ``(u<k>, expression)`` in region order."""
     names = symbol_names(kernel.inputs)
+    float_dtype = kernel_float_dtype(kernel)
     symbols = [_symbol(n, i.dtype) for n, i in zip(names, kernel.inputs)]
     value = {id(i): s for i, s in zip(kernel.inputs, symbols)}
     size = {id(i): 1 for i in kernel.inputs}
@@ -94,7 +96,8 @@ def region_exprs(kernel: Kernel) -> tuple:
                 args.append(number(i.uniform))
         positional = tuple(input_symbol(k, dtype_kind(i.dtype)) for k, i in enumerate(node.inputs))
         formula = sp.sympify(node.op.formula(positional, node.attrs))
-        expr = _exact_in_comparisons(_substitute(formula, positional, args))
+        expr = root_comparisons(_exact_in_comparisons(_substitute(formula, positional, args)),
+                                float_dtype)
         tree_size = 1 + sum(size.get(id(i), 1) for i in node.inputs)
         if tree_size > INLINE_LIMIT and not expr.is_Atom:
             symbol = _symbol(f"u{len(bound)}", node.dtype)
