@@ -82,7 +82,6 @@ def region_exprs(kernel: Kernel) -> tuple:
     Expressions are over the input symbols and the intermediates ``u<k>``; ``bound`` lists
     ``(u<k>, expression)`` in region order."""
     names = symbol_names(kernel.inputs)
-    float_dtype = kernel_float_dtype(kernel)
     symbols = [_symbol(n, i.dtype) for n, i in zip(names, kernel.inputs)]
     value = {id(i): s for i, s in zip(kernel.inputs, symbols)}
     size = {id(i): 1 for i in kernel.inputs}
@@ -96,8 +95,10 @@ def region_exprs(kernel: Kernel) -> tuple:
                 args.append(number(i.uniform))
         positional = tuple(input_symbol(k, dtype_kind(i.dtype)) for k, i in enumerate(node.inputs))
         formula = sp.sympify(node.op.formula(positional, node.attrs))
-        expr = root_comparisons(_exact_in_comparisons(_substitute(formula, positional, args)),
-                                float_dtype)
+        expr = _exact_in_comparisons(_substitute(formula, positional, args))
+        floats = {i.dtype.name for i in node.inputs if dtype_kind(i.dtype) == "f"}
+        if len(floats) == 1:   # sqrt(b) < c: thresholds in the type the comparison reads
+            expr = root_comparisons(expr, floats.pop())
         tree_size = 1 + sum(size.get(id(i), 1) for i in node.inputs)
         if tree_size > INLINE_LIMIT and not expr.is_Atom:
             symbol = _symbol(f"u{len(bound)}", node.dtype)
