@@ -15,7 +15,7 @@ from ..shapes import format_shape, is_fully_known
 from .lower import LoweredKernel
 from .oprules import (PARALLEL_STEP_FORMS, PLACEHOLDER, STEP_FORMS, VIEWS, S, index_text,
                       threads_matmul)
-from .nest import Nest, nest_inputs, nest_outputs, nest_source
+from .nest import Nest, nest_inputs, nest_math, nest_outputs, nest_source
 from .regions import Kernel, Plan, Step
 from .printer import helpers_used
 from .reuse import merged_inputs, one_array, reuse_plan
@@ -125,7 +125,8 @@ class ModuleWriter:
                        f"({names}) over shape {format_shape(k.shape)}")
             parts.append(comment + "\n" + split_body_source(self.lowered[k.index],
                                                               f"_k{k.index}_point",
-                                                              self.math, trig=False))
+                                                              nest_math(self.math),
+                                                              trig=False))
         parts.append(nest_source(nest, self.lowered, f"_n{nest.index}_cpu", False))
         if self.nest_parallel(nest):
             parts.append(nest_source(nest, self.lowered, f"_n{nest.index}_parallel", True))

@@ -23,7 +23,9 @@ import sympy as sp
 from sympy.utilities.exceptions import SymPyDeprecationWarning
 
 from ..ops.symbols import dtype_kind, input_symbol
+from .powers import power_chains
 from .printer import ZERO, number
+from .rootcmp import root_comparisons
 from .regions import Kernel
 
 _RESERVED = re.compile(r"^([inotvscruq]\d+|c|nc|lo|hi|math|np|numba|prange|f32|acc\d*|"
@@ -94,6 +96,9 @@ def region_exprs(kernel: Kernel) -> tuple:
         positional = tuple(input_symbol(k, dtype_kind(i.dtype)) for k, i in enumerate(node.inputs))
         formula = sp.sympify(node.op.formula(positional, node.attrs))
         expr = _exact_in_comparisons(_substitute(formula, positional, args))
+        floats = {i.dtype.name for i in node.inputs if dtype_kind(i.dtype) == "f"}
+        if len(floats) == 1:   # sqrt(b) < c: thresholds in the type the comparison reads
+            expr = root_comparisons(expr, floats.pop())
         tree_size = 1 + sum(size.get(id(i), 1) for i in node.inputs)
         if tree_size > INLINE_LIMIT and not expr.is_Atom:
             symbol = _symbol(f"u{len(bound)}", node.dtype)
@@ -205,33 +210,8 @@ def lower_kernel(kernel: Kernel) -> LoweredKernel:
                                    symbols=sp.numbered_symbols("t"), order="none")
     statements = list(replacements) + [(u, r) for (u, _), r in zip(bound, reduced)]
     results = list(reduced[len(bound):])
-    statements, results = share_reciprocals(statements, results, kernel_float_dtype(kernel))
+    statements, results = power_chains(statements, results)
     if bound or len(statements) != len(replacements):
         statements = _in_dependency_order(statements)
     return LoweredKernel(kernel, symbols, sources, exprs, statements, results,
                          kernel_float_dtype(kernel))
-
-
-def share_reciprocals(statements: list, results: list, float_dtype: str) -> tuple:
-    """Rewrite negative integer powers of one base through a shared reciprocal:
-    ``4/r**3 - 4/r**6`` divides once (``q0 = 1/r``) and multiplies, as a hand-written
-    loop does. Only bases that are divided by more than once are rewritten."""
-    exprs = [e for _, e in statements] + list(results)
-    uses: dict = {}
-    for expr in exprs:
-        for node in sp.preorder_traversal(expr):
-            if node.is_Pow and node.exp.is_Integer and node.exp < 0 and not node.base.is_Number:
-                uses[node.base] = uses.get(node.base, 0) + (-int(node.exp))
-    shared = {base: _symbol(f"q{k}", "float32" if float_dtype == "float32" else "float64")
-              for k, base in enumerate(b for b, n in uses.items() if n >= 2)}
-    if not shared:
-        return statements, results
-
-    def rewrite(expr):
-        return expr.replace(
-            lambda e: e.is_Pow and e.exp.is_Integer and e.exp < 0 and e.base in shared,
-            lambda e: shared[e.base] ** (-int(e.exp)))
-
-    new_statements = [(q, sp.Pow(base, -1)) for base, q in shared.items()]
-    new_statements += [(sym, rewrite(e)) for sym, e in statements]
-    return new_statements, [rewrite(r) for r in results]

@@ -300,6 +300,8 @@ class NumbaPrinter:
                 inv = "*".join([b] * -n)
                 return f"{self.number(sp.S.One, False)}/({inv})" if -n > 1 else \
                     f"{self.number(sp.S.One, False)}/{b}"
+            if n < 0:     # numba's float ** negative int raises ZeroDivisionError at 0
+                return f"{self.number(sp.S.One, False)}/({b}**{-n})"
             return f"{b}**{n}"
         if exp == sp.S.Half:
             return f"math.sqrt({self._print(base)})"

@@ -2,16 +2,18 @@
 
 numba lowers ``math.exp`` and friends to scalar libm calls, which LLVM cannot vectorise
 (llvmlite's LLVM has no vector math library). These functions are written in plain float
-and integer arithmetic (range reduction, polynomials, bit manipulation through two tiny
-bit-cast intrinsics, selects instead of branches), so once inlined into a loop LLVM emits
-packed SIMD code for them (AVX2/AVX-512 lanes).
+and integer arithmetic (range reduction, polynomials with fused multiply-adds, bit
+manipulation through two tiny bit-cast intrinsics, selects instead of branches), so once
+inlined into a loop LLVM emits packed SIMD code for them (AVX2/AVX-512 lanes). Nothing
+converts between float64 and int64 (AVX2 has no packed instruction for it): integers are
+read from and written to the low mantissa bits of ``x + 1.5 * 2**52``.
 
 Accuracy against a correctly rounded reference (measured by ``tests/test_vecmath.py`` over
-wide ranges; documented in ``docs/vecmath.md``): exp, log, log1p, expm1 at most 1 ulp,
-sin and cos at most 1 ulp for |x| < 2**19 * pi / 2 (beyond that they call libm), tanh at
-most 2 ulp, sigmoid and softplus (built on exp/log1p) at most 3 ulp. Special values are
-libm's: NaN in gives NaN, exp(inf) = inf, exp(-inf) = 0, log(0) = -inf, log(x < 0) = NaN,
-log(inf) = inf, subnormal inputs and results, overflow to inf, sin(inf) = NaN.
+wide ranges; documented in ``docs/vecmath.md``): exp, log, log1p within 1.1 ulp, expm1 1.7,
+sin and cos 1.4 for |x| < 2**30 (beyond that the kernel calls libm), tanh 1.9, sigmoid 2.0,
+softplus 1.4. Special values are libm's: NaN in gives NaN, exp(inf) = inf, exp(-inf) = 0,
+log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, subnormal inputs and results, overflow
+to inf, sin(inf) = NaN.
 
 float32 versions compute in float64 and round once (at most 1 ulp in float32; the vector
 lanes are half as many, still far ahead of scalar libm).
@@ -81,9 +83,20 @@ def _fma(typingctx, a, b, c):
     return types.float64(types.float64, types.float64, types.float64), codegen
 
 
+# --- integer <-> float without conversion instructions ---------------------------------------
+# AVX2 has no packed float64 <-> int64 conversion (cvttpd2qq / cvtqq2pd are AVX-512DQ), so
+# LLVM scalarises every ``np.int64(x)`` and ``np.float64(k)``. Adding 1.5 * 2**52 instead
+# rounds a float64 below 2**51 in magnitude to an integer held in the low mantissa bits:
+# ``_bits(x + _SHIFT)`` then carries round(x) modulo 2**51 in its low bits, and
+# ``_float(k + _SHIFT_BITS) - _SHIFT`` is the float of an integer k. Both are exact.
+
+_SHIFT = 6755399441055744.0                   # 0x1.8p52
+_SHIFT_BITS = np.int64(0x4338000000000000)
+
+
 @_jit
 def _pow2(k):
-    """2.0**k for an int64 k in [-1022, 1023] (a normal float64)."""
+    """2.0**k as a float64, from an int64 whose low 12 bits are k (k in [-1022, 1023])."""
     return _float((k + np.int64(1023)) << np.int64(52))
 
 
@@ -92,74 +105,77 @@ def _pow2(k):
 _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01    # 32 significant bits: n * _LN2_HI is exact
 _LN2_LO = 1.90821492927058770002e-10
-_EXP_OVERFLOW = 709.782712893384
-_EXP_UNDERFLOW = -745.1332191019412
+
+
+_E0, _E1, _E2, _E3 = 0.5, 0.1666666666666667, 0.04166666666666667, 0.008333333333326136
+_E4, _E5, _E6 = 0.0013888888888883748, 0.00019841269874820627, 2.4801587325547743e-05
+_E7, _E8, _E9, _E10 = 2.7557255400206422e-06, 2.75572736431103e-07, 2.5105217004720745e-08, \
+    2.0914686968086876e-09
 
 
 @_jit
 def _expm1_poly(r):
-    """exp(r) - 1 for |r| <= ln2/2 + a little: Taylor series to degree 14 (error < 2**-56)."""
-    p = 1.0 / 87178291200.0
-    p = p * r + 1.0 / 6227020800.0
-    p = p * r + 1.0 / 479001600.0
-    p = p * r + 1.0 / 39916800.0
-    p = p * r + 1.0 / 3628800.0
-    p = p * r + 1.0 / 362880.0
-    p = p * r + 1.0 / 40320.0
-    p = p * r + 1.0 / 5040.0
-    p = p * r + 1.0 / 720.0
-    p = p * r + 1.0 / 120.0
-    p = p * r + 1.0 / 24.0
-    p = p * r + 1.0 / 6.0
-    p = p * r + 0.5
-    return r + (r * r) * p
+    """exp(r) - 1 for |r| <= ln2/2 + a little: r + r**2 * P(r), P a degree-10 Chebyshev fit
+    of (exp(r) - 1 - r) / r**2 (relative error < 2**-61), evaluated by Estrin's scheme
+    (fused multiply-adds, a dependency chain of five instead of twelve)."""
+    r2 = r * r
+    r4 = r2 * r2
+    b0 = _fma(r2, _fma(r, _E3, _E2), _fma(r, _E1, _E0))
+    b1 = _fma(r2, _fma(r, _E7, _E6), _fma(r, _E5, _E4))
+    b2 = _fma(r2, _E10, _fma(r, _E9, _E8))
+    p = _fma(r4 * r4, b2, _fma(r4, b1, b0))
+    return _fma(r2, p, r)
 
 
 @_jit
 def _reduce_ln2(x):
-    """n and r with x = n * ln2 + r, |r| <= ln2 / 2 (x already clamped to +-746)."""
-    n = np.floor(x * _LOG2E + 0.5)
-    return n, _fma(-n, _LN2_LO, _fma(-n, _LN2_HI, x))
+    """kd, r with x = n * ln2 + r, |r| <= ln2 / 2, n = round(x / ln2) in kd's low bits
+    (x already clamped to +-746)."""
+    kd = _fma(x, _LOG2E, _SHIFT)
+    n = kd - _SHIFT
+    return kd, _fma(n, -_LN2_LO, _fma(n, -_LN2_HI, x))
 
 
 @_jit
-def _scale(p, k):
-    """p * 2**k for p in [0.7, 1.5) and k in [-1076, 1024], by adding k to p's exponent
-    field (an integer add: fast-math reassociation cannot move it); results below the
-    normal range are formed 64 binades up and scaled by one multiply (one rounding)."""
-    tiny = k < np.int64(-1020)
-    kk = k + np.int64(64) if tiny else k
-    y = _float(_bits(p) + (kk << np.int64(52)))
-    return y * 5.421010862427522e-20 if tiny else y        # 2**-64
+def _exp_core(x):
+    """exp(x) for x <= 709.8, or NaN. p * 2**n is formed as (p * 2**(n - 1)) * 2, which
+    overflows to inf exactly where exp does; results below the normal range are formed 63
+    binades up and scaled down by one multiply (one rounding). NaN propagates."""
+    xc = -746.0 if x < -746.0 else x
+    kd, r = _reduce_ln2(xc)
+    tiny = kd < _SHIFT - 1020.0
+    k = _bits(kd) + np.int64(63) if tiny else _bits(kd) - np.int64(1)
+    y = (_expm1_poly(r) + 1.0) * _pow2(k)
+    return y * (1.0842021724855044e-19 if tiny else 2.0)      # 2**-63
 
 
 @_jit
 def exp_f64(x):
-    xc = x if x < 709.8 else 709.8
-    xc = xc if xc > -746.0 else -746.0
-    n, r = _reduce_ln2(xc)
-    result = _scale(_expm1_poly(r) + 1.0, np.int64(n))
-    if x > _EXP_OVERFLOW:
-        result = math.inf
-    if x != x:
-        result = x
-    return result
+    return _exp_core(709.8 if x > 709.8 else x)
+
+
+@_jit
+def _expm1_small(x):
+    """expm1(x) for x in [-40, 40], or NaN (+0.0 for -0.0): 2**n * (e + 1) - 1 as
+    s * e + (s - 1) with s = 2**n, one rounding."""
+    kd, r = _reduce_ln2(x)
+    s = _pow2(_bits(kd))
+    return _fma(s, _expm1_poly(r), s - 1.0)
 
 
 @_jit
 def expm1_f64(x):
-    xc = x if x < 709.0 else 709.0
-    xc = xc if xc > -40.0 else -40.0
-    n, r = _reduce_ln2(xc)
-    k = np.int64(n)
-    e = _expm1_poly(r)
-    s = _scale(1.0, k if k < np.int64(60) else np.int64(60))   # 2**n, exact
-    result = _fma(s, e, s - 1.0)                 # 2**n * (e + 1) - 1, one rounding
-    if k > np.int64(55):
-        result = exp_f64(x) - 1.0
-    if x != x or x == 0.0:                       # NaN, and the sign of zero
-        result = x
-    return result
+    xc = 709.8 if x > 709.8 else x
+    xc = -40.0 if xc < -40.0 else xc
+    kd, r = _reduce_ln2(xc)
+    # as _expm1_small with s = 2**min(n, 60): beyond n = 60 the -1 is lost anyway, and the
+    # result is scaled by 2**(n - 60) exactly (overflowing to inf where expm1 does)
+    big = kd > _SHIFT + 60.0
+    kb = _bits(kd)
+    s = _pow2(np.int64(60) if big else kb)
+    t = _pow2(kb - np.int64(60) if big else np.int64(0))
+    result = _fma(s, _expm1_poly(r), s - 1.0) * t
+    return x if x == 0.0 else result             # the sign of zero
 
 
 # --- log and log1p -------------------------------------------------------------------------
@@ -176,50 +192,62 @@ _ONE_BITS = np.int64(0x3FF0000000000000)
 
 
 @_jit
-def _log_kernel(f, k):
-    """log(2**k * (1 + f)) for f in [sqrt(2)/2 - 1, sqrt(2) - 1]."""
+def _log_kernel(f, dk):
+    """log(2**dk * (1 + f)) for f in [sqrt(2)/2 - 1, sqrt(2) - 1]: fdlibm's polynomial R
+    in s = f / (2 + f), combined as log(1 + f) = f - s * (f - R) (f exact, the correction
+    term at most a quarter of the result) and fused multiply-adds for dk * ln2."""
     s = f / (2.0 + f)
     z = s * s
     w = z * z
-    t1 = w * (_LG2 + w * (_LG4 + w * _LG6))
-    t2 = z * (_LG1 + w * (_LG3 + w * (_LG5 + w * _LG7)))
-    hfsq = 0.5 * f * f
-    dk = np.float64(k)
-    return dk * _LN2_HI - ((hfsq - (s * (hfsq + (t1 + t2)) + dk * _LN2_LO)) - f)
+    r = z * _fma(w, _fma(w, _fma(w, _LG7, _LG5), _LG3), _LG1) + \
+        w * _fma(w, _fma(w, _LG6, _LG4), _LG2)
+    return _fma(dk, _LN2_HI, _fma(dk, _LN2_LO, _fma(-s, f - r, f)))
+
+
+@_jit
+def _log_reduce(hx):
+    """f, e for the positive float64 with bits hx = 2**(e - 1023) * (1 + f), 1 + f in
+    [sqrt(2)/2, sqrt(2)); e is the biased exponent, an int64."""
+    m = hx & _MANTISSA
+    i = (m + np.int64(0x95F6400000000)) & np.int64(0x10000000000000)  # m >= sqrt(2)?
+    f = _float(m | (i ^ _ONE_BITS)) - 1.0                  # exact
+    return f, ((hx >> np.int64(52)) & np.int64(0x7FF)) + (i >> np.int64(52))
 
 
 @_jit
 def log_f64(x):
     subnormal = x < 2.2250738585072014e-308
     xs = x * 18014398509481984.0 if subnormal else x      # 2**54
-    hx = _bits(xs)
-    k = ((hx >> np.int64(52)) & np.int64(0x7FF)) - np.int64(1023)
-    k = k - np.int64(54) if subnormal else k
-    m = hx & _MANTISSA
-    i = (m + np.int64(0x95F6400000000)) & np.int64(0x10000000000000)  # m >= sqrt(2)?
-    f = _float(m | (i ^ _ONE_BITS)) - 1.0                  # exact
-    result = _log_kernel(f, k + (i >> np.int64(52)))
-    if x == 0.0:
-        result = -math.inf
-    if x < 0.0:
+    f, e = _log_reduce(_bits(xs))
+    dk = _float(e | _SHIFT_BITS) - ((_SHIFT + 1077.0) if subnormal else (_SHIFT + 1023.0))
+    result = _log_kernel(f, dk)
+    if x + x == x:                          # +-0 and +inf
+        result = -math.inf if x == 0.0 else x
+    if not x >= 0.0:                        # negative, -inf, NaN
         result = math.nan
-    if x == math.inf or x != x:
-        result = x
     return result
 
 
 @_jit
+def _log1p_core(x):
+    """log1p(x) for finite x > -1: log(u + c) with u = 1 + x rounded and c = x - (u - 1)
+    its exact rounding error. The reduction of u gives 2**k * (1 + f), and the kernel takes
+    f + c * 2**-k (which is x itself when k = 0)."""
+    u = 1.0 + x
+    c = x - (u - 1.0)
+    f, e = _log_reduce(_bits(u))
+    ec = e if e < np.int64(2000) else np.int64(2000)        # 2**-k for k up to 977
+    f = _fma(c, _float((np.int64(2046) - ec) << np.int64(52)), f)
+    return _log_kernel(f, _float(e | _SHIFT_BITS) - (_SHIFT + 1023.0))
+
+
+@_jit
 def log1p_f64(x):
-    """Near 0 the kernel takes x itself (1 + x is never rounded); elsewhere log(1 + x),
-    whose rounding costs at most 2**-53 against a result above 0.34 in magnitude."""
-    near = x > -0.2928932188134524 and x < 0.41421356237309503
-    result = log_f64(1.0 + x)
-    if near:
-        result = _log_kernel(x, np.int64(0))
-    if x == -1.0:
-        result = -math.inf
-    if x != x or x == 0.0:
+    result = _log1p_core(x)                 # NaN propagates through c
+    if x + x == x:                          # +-0 (keeping the sign) and +inf
         result = x
+    if x <= -1.0:                           # -1 and below, -inf included
+        result = -math.inf if x == -1.0 else math.nan
     return result
 
 
@@ -242,23 +270,25 @@ _C4, _C5, _C6 = -2.75573143513906633035e-07, 2.08757232129817482790e-09, \
 
 @_jit
 def _reduce_pio2(x):
-    """n, y with x = n * pi/2 + y, |y| <= pi/4 + tiny, for |x| < 2**19 * pi/2: three fused
-    multiply-adds, each exact but for one rounding of a result no larger than the last."""
-    n = np.floor(x * _INV_PIO2 + 0.5)
-    return n, _fma(-n, _PIO2_C, _fma(-n, _PIO2_B, _fma(-n, _PIO2_A, x)))
+    """kd, y with x = n * pi/2 + y, |y| <= pi/4 + tiny, n in kd's low bits, for
+    |x| < TRIG_LIMIT: three fused multiply-adds, each exact but for one rounding of a
+    result no larger than the last."""
+    kd = _fma(x, _INV_PIO2, _SHIFT)
+    n = kd - _SHIFT
+    return kd, _fma(n, -_PIO2_C, _fma(n, -_PIO2_B, _fma(n, -_PIO2_A, x)))
 
 
 @_jit
 def _sin_kernel(y):
     z = y * y
-    r = _S2 + z * (_S3 + z * (_S4 + z * (_S5 + z * _S6)))
-    return _fma(z * y, _S1 + z * r, y)
+    r = _fma(z, _fma(z, _fma(z, _fma(z, _S6, _S5), _S4), _S3), _S2)
+    return _fma(z * y, _fma(z, r, _S1), y)
 
 
 @_jit
 def _cos_kernel(y):
     z = y * y
-    r = z * (_C1 + z * (_C2 + z * (_C3 + z * (_C4 + z * (_C5 + z * _C6)))))
+    r = z * _fma(z, _fma(z, _fma(z, _fma(z, _fma(z, _C6, _C5), _C4), _C3), _C2), _C1)
     hz = 0.5 * z
     w = 1.0 - hz
     return w + _fma(z, r, (1.0 - w) - hz)
@@ -267,14 +297,13 @@ def _cos_kernel(y):
 @_jit
 def _sincos_quadrant(x, shift):
     """sin(x) (shift 0) or cos(x) (shift 1) for |x| < TRIG_LIMIT; NaN beyond (the kernel
-    then reruns with libm, see ``trig_in_range``)."""
+    then reruns with libm, see ``trig_in_range``). sin and cos of one argument share
+    everything but the last two selects (LLVM merges the rest after inlining)."""
     xc = x if abs(x) < TRIG_LIMIT else math.nan
-    n, y = _reduce_pio2(xc)
-    q = (np.int64(n) + shift) & np.int64(3)
-    s = _sin_kernel(y)
-    c = _cos_kernel(y)
-    v = c if (q & np.int64(1)) == np.int64(1) else s
-    return -v if q >= np.int64(2) else v
+    kd, y = _reduce_pio2(xc)
+    q = _bits(kd) + shift
+    v = _cos_kernel(y) if (q & np.int64(1)) != np.int64(0) else _sin_kernel(y)
+    return _float(_bits(v) ^ ((q & np.int64(2)) << np.int64(62)))   # negated in q = 2, 3
 
 
 @_jit
@@ -299,25 +328,32 @@ def cos_f64(x):
 
 @_jit
 def tanh_f64(x):
+    """expm1(2|x|) / (expm1(2|x|) + 2) with x's sign (tanh(+-20) is +-1 in float64)."""
     ax = abs(x)
-    t = expm1_f64(2.0 * (ax if ax < 20.0 else 20.0))
-    result = math.copysign(t / (t + 2.0), x)
-    return x if x == 0.0 or x != x else result
+    t = _expm1_small(2.0 * (20.0 if ax > 20.0 else ax))
+    return math.copysign(t / (t + 2.0), x)
 
 
 @_jit
 def sigmoid_f64(x):
     """1 / (1 + exp(-x)) without overflow: exp(-|x|) / (1 + exp(-|x|)) mirrored."""
-    e = exp_f64(-abs(x))
+    e = _exp_core(-abs(x))
     p = 1.0 / (1.0 + e)
-    return p if x >= 0.0 else (e * p if x == x else x)
+    return p if x >= 0.0 else e * p
 
 
 @_jit
 def softplus_f64(x):
-    """log(1 + exp(x)) as np.logaddexp(0, x)."""
-    m = x if x > 0.0 else 0.0
-    return m + log1p_f64(exp_f64(-abs(x))) if x == x else x
+    """log(1 + exp(x)) as np.logaddexp(0, x): max(x, 0) + log1p(e), e = exp(-|x|) in
+    [0, 1]. Then 1 + e = u + c (u rounded, c exact) lies in [1, 2], so the log reduction
+    is one compare: u = 2**k * (1 + f) with k = 0 or 1. NaN propagates."""
+    e = _exp_core(-abs(x))
+    u = 1.0 + e
+    c = e - (u - 1.0)
+    big = u > 1.4142135623730951
+    f = _fma(u, 0.5, -1.0) if big else u - 1.0                   # exact
+    f = _fma(c, 0.5 if big else 1.0, f)
+    return (x if x > 0.0 else 0.0) + _log_kernel(f, 1.0 if big else 0.0)
 
 
 # --- float32: through float64, rounded once --------------------------------------------------
