@@ -114,17 +114,24 @@ _E7, _E8, _E9, _E10 = 2.7557255400206422e-06, 2.75572736431103e-07, 2.5105217004
 
 
 @_jit
-def _expm1_poly(r):
-    """exp(r) - 1 for |r| <= ln2/2 + a little: r + r**2 * P(r), P a degree-10 Chebyshev fit
-    of (exp(r) - 1 - r) / r**2 (relative error < 2**-61), evaluated by Estrin's scheme
-    (fused multiply-adds, a dependency chain of five instead of twelve)."""
+def _expm1_parts(r):
+    """r**2 and P(r) with exp(r) - 1 = r + r**2 * P(r) for |r| <= ln2/2 + a little: P a
+    degree-10 Chebyshev fit of (exp(r) - 1 - r) / r**2 (relative error < 2**-61),
+    evaluated by Estrin's scheme (a dependency chain of five instead of twelve)."""
     r2 = r * r
     r4 = r2 * r2
     b0 = _fma(r2, _fma(r, _E3, _E2), _fma(r, _E1, _E0))
     b1 = _fma(r2, _fma(r, _E7, _E6), _fma(r, _E5, _E4))
     b2 = _fma(r2, _E10, _fma(r, _E9, _E8))
-    p = _fma(r4 * r4, b2, _fma(r4, b1, b0))
-    return _fma(r2, p, r)
+    return r2, _fma(r4 * r4, b2, _fma(r4, b1, b0))
+
+
+@_jit
+def _expm1_scaled(r, s):
+    """s * exp(r) - 1 for s = 2**n: (s * r + (s - 1)) + s * r**2 * P(r). The first sum is
+    exact for the n near 0 where it cancels, so only the last step rounds there."""
+    r2, p = _expm1_parts(r)
+    return _fma(s * r2, p, _fma(s, r, s - 1.0))
 
 
 @_jit
@@ -145,7 +152,8 @@ def _exp_core(x):
     kd, r = _reduce_ln2(xc)
     tiny = kd < _SHIFT - 1020.0
     k = _bits(kd) + np.int64(63) if tiny else _bits(kd) - np.int64(1)
-    y = (_expm1_poly(r) + 1.0) * _pow2(k)
+    r2, p = _expm1_parts(r)
+    y = (_fma(r2, p, r) + 1.0) * _pow2(k)
     return y * (1.0842021724855044e-19 if tiny else 2.0)      # 2**-63
 
 
@@ -156,11 +164,9 @@ def exp_f64(x):
 
 @_jit
 def _expm1_small(x):
-    """expm1(x) for x in [-40, 40], or NaN (+0.0 for -0.0): 2**n * (e + 1) - 1 as
-    s * e + (s - 1) with s = 2**n, one rounding."""
+    """expm1(x) for x in [-40, 40], or NaN (+0.0 for -0.0)."""
     kd, r = _reduce_ln2(x)
-    s = _pow2(_bits(kd))
-    return _fma(s, _expm1_poly(r), s - 1.0)
+    return _expm1_scaled(r, _pow2(_bits(kd)))
 
 
 @_jit
@@ -168,13 +174,13 @@ def expm1_f64(x):
     xc = 709.8 if x > 709.8 else x
     xc = -40.0 if xc < -40.0 else xc
     kd, r = _reduce_ln2(xc)
-    # as _expm1_small with s = 2**min(n, 60): beyond n = 60 the -1 is lost anyway, and the
+    # s * exp(r) - 1 with s = 2**min(n, 60): beyond n = 60 the -1 is lost anyway, and the
     # result is scaled by 2**(n - 60) exactly (overflowing to inf where expm1 does)
     big = kd > _SHIFT + 60.0
     kb = _bits(kd)
     s = _pow2(np.int64(60) if big else kb)
     t = _pow2(kb - np.int64(60) if big else np.int64(0))
-    result = _fma(s, _expm1_poly(r), s - 1.0) * t
+    result = _expm1_scaled(r, s) * t
     return x if x == 0.0 else result             # the sign of zero
 
 
@@ -201,7 +207,7 @@ def _log_kernel(f, dk):
     w = z * z
     r = z * _fma(w, _fma(w, _fma(w, _LG7, _LG5), _LG3), _LG1) + \
         w * _fma(w, _fma(w, _LG6, _LG4), _LG2)
-    return _fma(dk, _LN2_HI, _fma(dk, _LN2_LO, _fma(-s, f - r, f)))
+    return _fma(dk, _LN2_HI, f + _fma(-s, f - r, dk * _LN2_LO))
 
 
 @_jit
@@ -336,10 +342,10 @@ def tanh_f64(x):
 
 @_jit
 def sigmoid_f64(x):
-    """1 / (1 + exp(-x)) without overflow: exp(-|x|) / (1 + exp(-|x|)) mirrored."""
+    """1 / (1 + exp(-x)) without overflow: 1 / (1 + e) or e / (1 + e), e = exp(-|x|) (one
+    division either way; NaN propagates through e)."""
     e = _exp_core(-abs(x))
-    p = 1.0 / (1.0 + e)
-    return p if x >= 0.0 else e * p
+    return (1.0 if x >= 0.0 else e) / (1.0 + e)
 
 
 @_jit
