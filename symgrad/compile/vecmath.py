@@ -9,11 +9,11 @@ converts between float64 and int64 (AVX2 has no packed instruction for it): inte
 read from and written to the low mantissa bits of ``x + 1.5 * 2**52``.
 
 Accuracy against a correctly rounded reference (measured by ``tests/test_vecmath.py`` over
-wide ranges; documented in ``docs/vecmath.md``): exp, log, log1p within 1.1 ulp, expm1 1.7,
-sin and cos 1.4 for |x| < 2**30 (beyond that the kernel calls libm), tanh 1.9, sigmoid 2.0,
-softplus 1.4. Special values are libm's: NaN in gives NaN, exp(inf) = inf, exp(-inf) = 0,
-log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, subnormal inputs and results, overflow
-to inf, sin(inf) = NaN.
+wide ranges; documented in ``docs/vecmath.md``): exp and log within 1 ulp, log1p 1.4,
+expm1 1.5, sin and cos 1.5 for |x| < 2**30 (beyond that the kernel calls libm), tanh and
+sigmoid 2.4, softplus 1.6. Special values are libm's: NaN in gives NaN, exp(inf) = inf,
+exp(-inf) = 0, log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, subnormal inputs and
+results, overflow to inf, sin(inf) = NaN.
 
 float32 versions compute in float64 and round once (at most 1 ulp in float32; the vector
 lanes are half as many, still far ahead of scalar libm).
