@@ -33,7 +33,7 @@ sys.path.insert(0, ROOT)
 
 from symgrad.compile import vecmath as vm  # noqa: E402
 
-FLAGS = {"contract", "afn", "reassoc", "arcp", "nsz"}
+FLAGS = {"contract", "afn", "reassoc", "nsz"}   # the generated kernels' flags (compile/templates.py)
 LIBM = {"exp": math.exp, "expm1": math.expm1, "log": math.log, "log1p": math.log1p,
         "sin": math.sin, "cos": math.cos, "tanh": math.tanh}
 FUNCTIONS = ["exp", "expm1", "log", "log1p", "sin", "cos", "tanh", "sigmoid", "softplus"]

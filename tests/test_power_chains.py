@@ -99,7 +99,8 @@ def test_chains_agree_with_numpy_power_away_from_minus_infinity():
         for e, res in zip(exps, results):
             got = sp.lambdify(list(env), res, "numpy")(*env.values())
             np.testing.assert_allclose(got, np.power(values, float(e)), rtol=1e-13)
-    assert len([s for s, e in statements if e.is_Pow and e.exp == -1]) == 1
+    # one reciprocal of b, one of sqrt(b) (not sqrt(1/b): 1/b overflows for subnormal b)
+    assert len([s for s, e in statements if e.is_Pow and e.exp == -1]) == 2
 
 
 def _point_source(source: str, marker: str) -> str:
@@ -109,19 +110,21 @@ def _point_source(source: str, marker: str) -> str:
     return "\n".join(line for line in lines if not line.strip().startswith("#"))
 
 
-@pytest.mark.parametrize("name, sqrts", [("lj: mask before sqrt, r**-12 - r**-6", 1),
-                                         ("lj: mask after sqrt, r**-12 - r**-6", 1),
-                                         ("lj: 0.5*sum ~eye, r2**-6 - r2**-3", 0),
-                                         ("lj: cutoff where(r < rc)", 1),
-                                         ("coulomb, cutoff", 1)])
-def test_pair_kernel_divides_once(name, sqrts):
+@pytest.mark.parametrize("name, sqrts, divisions", [
+    ("lj: mask before sqrt, r**-12 - r**-6", 1, 2),
+    ("lj: mask after sqrt, r**-12 - r**-6", 1, 2),
+    ("lj: 0.5*sum ~eye, r2**-6 - r2**-3", 0, 1),
+    ("lj: cutoff where(r < rc)", 1, 2),
+    ("coulomb, cutoff", 1, 2)])
+def test_pair_kernel_divides_at_most_twice(name, sqrts, divisions):
+    """One reciprocal of r2 and one of sqrt(r2) per pair at most, however many powers."""
     data = w.make_data(20)
     P = sg.placeholder("P", shape=(20, 3))
     E = w.FORMULATIONS[name][0](P, w.constants(data))
     fn = sg.function([P], [E] + sg.gradients(E, P), target="cpu")
     body = _point_source(fn.source, "outer kernel")
     assert body.count("math.sqrt(") <= sqrts
-    assert len(re.findall(r"/(?!2\.0)", body)) == 1          # /2.0 is a multiplication
+    assert len(re.findall(r"/(?!2\.0)", body)) == divisions  # /2.0 is a multiplication
     assert "**" not in body
 
 
@@ -146,3 +149,20 @@ def test_pair_gradients_agree_with_evaluate_and_finite_differences(name):
         xm[i, k] -= h
         fd = (fn(xp)[0] - fn(xm)[0]) / (2 * h)
         assert abs(fd - grad[i, k]) <= 1e-5 * max(1.0, abs(grad[i, k]))
+
+
+@pytest.mark.parametrize("target", ["cpu", "parallel"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_reciprocal_square_roots_are_exact_at_special_points(target, dtype):
+    """No reciprocal-sqrt estimate (fast-math 'arcp'): 1/sqrt at 0, inf and subnormals is
+    numpy's, in float32 as in float64."""
+    tiny = np.finfo(dtype).smallest_subnormal * 1000
+    values = np.array([0.0, np.inf, tiny, 4.0, 2.0, -1.0, 3e37], dtype)
+    x = sg.placeholder("x", (values.size,), dtype)
+    f = sg.function([x], [x ** -0.5, 1.0 / sg.sqrt(x), 3.0 / x, x ** -1.5 + x ** -2.0],
+                    target=target)
+    with np.errstate(all="ignore"):
+        expected = [values ** -0.5, 1.0 / np.sqrt(values), 3.0 / values,
+                    values ** -1.5 + values ** -2.0]
+    for got, want in zip(f(values), expected):
+        np.testing.assert_allclose(got, want.astype(dtype), rtol=2 * np.finfo(dtype).eps)

@@ -1,27 +1,26 @@
-"""Power chains: every power of one base through one division and one square root.
+"""Power chains: every power of one base through at most two divisions and one square root.
 
 After ``cse``, a kernel often holds several powers of one base: the pair potential
 ``r**-12 - r**-6`` with ``r = sqrt(r2)`` and its gradient print as ``1/(r2**6*sqrt(r2))``,
 ``1/(r2**3*sqrt(r2))``, ``1/sqrt(r2)``, ``(1/r2)**6``: one division per power. A hand-written
 loop divides once and multiplies. ``power_chains`` does the same: per base ``b``
 
-* ``q = 1/b`` when a negative power is used (integers ``b**-n = q**n``),
-* ``h = sqrt(q)`` for negative half powers (``b**(-n - 1/2) = q**n * h``), or ``h = 1/s``
-  with ``s = sqrt(b)`` when the kernel needs ``sqrt(b)`` too and no negative integer power,
-* ``s = sqrt(b)`` for positive half powers (``b**(n + 1/2) = b**n * s``),
+* ``q = 1/b`` when a negative integer power is used (``b**-n = q**n``),
+* ``s = sqrt(b)`` for half powers (``b**(n + 1/2) = b**n * s``),
+* ``h = 1/s`` for negative half powers (``b**(-n - 1/2) = q**n * h``, or ``h**(2n + 1)``
+  without ``q``); not ``sqrt(q)``, which is inf where ``1/b`` overflows (subnormal ``b``),
 
 and each integer power of ``q``, ``h``, ``b`` is a product of shared squarings (an
 addition chain). Values at singular points are those of the plain form: ``b = 0`` gives
 ``inf`` for negative powers, ``b < 0`` NaN for half powers and finite integer powers,
-``b = inf`` 0 for negative powers, NaN stays NaN. Two differences, both towards IEEE
-``pow`` (numpy's ``power``): at ``b = -inf`` a negative half power is 0 (the plain
-``1/sqrt(b)`` gives NaN), and signed zeros may differ (kernels compile with ``nsz``).
+``b = inf`` 0 for negative powers, subnormal ``b`` finite half powers, NaN stays NaN.
+Signed zeros may differ (kernels compile with ``nsz``).
 
 >>> import sympy as sp
 >>> b, g = sp.symbols("b g", real=True)
 >>> st, res = power_chains([], [b**-6 - b**-3, g * b**sp.Rational(-13, 2)])
 >>> [(s.name, e) for s, e in st]
-[('q0', 1/b), ('q0_h', sqrt(q0)), ('q0_2', q0**2), ('q0_3', q0*q0_2), ('q0_6', q0_3**2)]
+[('q0_s', sqrt(b)), ('q0', 1/b), ('q0_h', 1/q0_s), ('q0_2', q0**2), ('q0_3', q0*q0_2), ('q0_6', q0_3**2)]
 >>> res
 [-q0_3 + q0_6, g*q0_6*q0_h]
 """
@@ -65,8 +64,7 @@ class _Base:
         neg_int = any(e < 0 and e.q == 1 for e in self.exps)
         neg_half = any(e < 0 and e.q == 2 for e in self.exps)
         pos_half = any(e > 0 and e.q == 2 for e in self.exps)
-        q = neg_int or (neg_half and not pos_half)
-        return int(q) + int(neg_half) + int(pos_half)
+        return int(neg_int) + int(pos_half or neg_half) + int(neg_half)
 
 
 def _roots(statements: list) -> dict:
@@ -133,15 +131,15 @@ def _plan(k: int, base, entry: _Base, rewrite, out: list) -> dict:
     b = rewrite(base)
     name = f"q{k}"
     q = s = h = None
-    if pos_half:
+    if pos_half or neg_half:
         s = sp.Symbol(f"{name}_s", real=True)
         out.append((s, sp.Pow(b, _HALF)))
-    if neg_int or (neg_half and not pos_half):
+    if neg_int:
         q = sp.Symbol(name, real=True)
         out.append((q, sp.Pow(b, -1)))
-    if neg_half:
+    if neg_half:    # 1/sqrt(b), not sqrt(1/b): 1/b overflows for subnormal b
         h = sp.Symbol(f"{name}_h", real=True)
-        out.append((h, sp.Pow(q, _HALF) if q is not None else sp.Pow(s, -1)))
+        out.append((h, sp.Pow(s, -1)))
     # integer powers of each unit: b (positive), q (negative), h (negative halves, no q)
     pos = {int(e - _HALF) if e.q == 2 else int(e) for e in exps if e > 0} - {0}
     negq = {int(-e) if e.q == 1 else int(-e - _HALF) for e in exps if e < 0 and q is not None}
@@ -166,7 +164,7 @@ def _plan(k: int, base, entry: _Base, rewrite, out: list) -> dict:
 
 def power_chains(statements: list, results: list) -> tuple:
     """(statements, results) with the powers of each base that pays rewritten through one
-    reciprocal, one square root and shared products (see the module docstring). New
+    reciprocal, one square root (and its reciprocal) and shared products (see the module docstring). New
     statements come first; order them with ``lower._in_dependency_order``."""
     roots = _roots(statements)
     bases = _collect([e for _, e in statements] + list(results), roots)

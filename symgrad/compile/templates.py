@@ -25,7 +25,10 @@ from .access import InputAccess
 from .gather import base_reads, gather_accesses, gather_axes, gather_loop_source
 from .scatter import scatter_index
 
-FASTMATH = "{'contract', 'afn', 'reassoc', 'arcp', 'nsz'}"
+# No 'arcp': with it LLVM turns float32 ``1/sqrt(x)`` into an rsqrt estimate (NaN at 0 and
+# inf, wrong for subnormals) and ``a/b`` into ``a*(1/b)`` (inf where 1/b overflows);
+# power chains (compile/powers.py) already form each reciprocal once, explicitly.
+FASTMATH = "{'contract', 'afn', 'reassoc', 'nsz'}"
 OPTIONS = "cache=NUMBA_CACHE, error_model='numpy', fastmath=FASTMATH"
 # The scalar body is inlined into its loops by LLVM (support.always_inline): the loop is then
 # one function that LLVM can vectorise. It is not cached on disk (a cached body is object

@@ -9,11 +9,11 @@ converts between float64 and int64 (AVX2 has no packed instruction for it): inte
 read from and written to the low mantissa bits of ``x + 1.5 * 2**52``.
 
 Accuracy against a correctly rounded reference (measured by ``tests/test_vecmath.py`` over
-wide ranges; documented in ``docs/vecmath.md``): exp, log, log1p within 1.1 ulp, expm1 1.7,
-sin and cos 1.4 for |x| < 2**30 (beyond that the kernel calls libm), tanh 1.9, sigmoid 2.0,
-softplus 1.4. Special values are libm's: NaN in gives NaN, exp(inf) = inf, exp(-inf) = 0,
-log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, subnormal inputs and results, overflow
-to inf, sin(inf) = NaN.
+wide ranges; documented in ``docs/vecmath.md``): exp and log within 1 ulp, log1p 1.4,
+expm1 1.5, sin and cos 1.5 for |x| < 2**30 (beyond that the kernel calls libm), tanh and
+sigmoid 2.4, softplus 1.6. Special values are libm's: NaN in gives NaN, exp(inf) = inf,
+exp(-inf) = 0, log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, subnormal inputs and
+results, overflow to inf, sin(inf) = NaN.
 
 float32 versions compute in float64 and round once (at most 1 ulp in float32; the vector
 lanes are half as many, still far ahead of scalar libm).
@@ -105,8 +105,6 @@ def _pow2(k):
 _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01    # 32 significant bits: n * _LN2_HI is exact
 _LN2_LO = 1.90821492927058770002e-10
-
-
 _E0, _E1, _E2, _E3 = 0.5, 0.1666666666666667, 0.04166666666666667, 0.008333333333326136
 _E4, _E5, _E6 = 0.0013888888888883748, 0.00019841269874820627, 2.4801587325547743e-05
 _E7, _E8, _E9, _E10 = 2.7557255400206422e-06, 2.75572736431103e-07, 2.5105217004720745e-08, \
@@ -114,17 +112,24 @@ _E7, _E8, _E9, _E10 = 2.7557255400206422e-06, 2.75572736431103e-07, 2.5105217004
 
 
 @_jit
-def _expm1_poly(r):
-    """exp(r) - 1 for |r| <= ln2/2 + a little: r + r**2 * P(r), P a degree-10 Chebyshev fit
-    of (exp(r) - 1 - r) / r**2 (relative error < 2**-61), evaluated by Estrin's scheme
-    (fused multiply-adds, a dependency chain of five instead of twelve)."""
+def _expm1_parts(r):
+    """r**2 and P(r) with exp(r) - 1 = r + r**2 * P(r) for |r| <= ln2/2 + a little: P a
+    degree-10 Chebyshev fit of (exp(r) - 1 - r) / r**2 (relative error < 2**-61),
+    evaluated by Estrin's scheme (a dependency chain of five instead of twelve)."""
     r2 = r * r
     r4 = r2 * r2
     b0 = _fma(r2, _fma(r, _E3, _E2), _fma(r, _E1, _E0))
     b1 = _fma(r2, _fma(r, _E7, _E6), _fma(r, _E5, _E4))
     b2 = _fma(r2, _E10, _fma(r, _E9, _E8))
-    p = _fma(r4 * r4, b2, _fma(r4, b1, b0))
-    return _fma(r2, p, r)
+    return r2, _fma(r4 * r4, b2, _fma(r4, b1, b0))
+
+
+@_jit
+def _expm1_scaled(r, s):
+    """s * exp(r) - 1 for s = 2**n: (s * r + (s - 1)) + s * r**2 * P(r). The first sum is
+    exact for the n near 0 where it cancels, so only the last step rounds there."""
+    r2, p = _expm1_parts(r)
+    return _fma(s * r2, p, _fma(s, r, s - 1.0))
 
 
 @_jit
@@ -145,7 +150,8 @@ def _exp_core(x):
     kd, r = _reduce_ln2(xc)
     tiny = kd < _SHIFT - 1020.0
     k = _bits(kd) + np.int64(63) if tiny else _bits(kd) - np.int64(1)
-    y = (_expm1_poly(r) + 1.0) * _pow2(k)
+    r2, p = _expm1_parts(r)
+    y = (_fma(r2, p, r) + 1.0) * _pow2(k)
     return y * (1.0842021724855044e-19 if tiny else 2.0)      # 2**-63
 
 
@@ -156,11 +162,9 @@ def exp_f64(x):
 
 @_jit
 def _expm1_small(x):
-    """expm1(x) for x in [-40, 40], or NaN (+0.0 for -0.0): 2**n * (e + 1) - 1 as
-    s * e + (s - 1) with s = 2**n, one rounding."""
+    """expm1(x) for x in [-40, 40], or NaN (+0.0 for -0.0)."""
     kd, r = _reduce_ln2(x)
-    s = _pow2(_bits(kd))
-    return _fma(s, _expm1_poly(r), s - 1.0)
+    return _expm1_scaled(r, _pow2(_bits(kd)))
 
 
 @_jit
@@ -168,13 +172,13 @@ def expm1_f64(x):
     xc = 709.8 if x > 709.8 else x
     xc = -40.0 if xc < -40.0 else xc
     kd, r = _reduce_ln2(xc)
-    # as _expm1_small with s = 2**min(n, 60): beyond n = 60 the -1 is lost anyway, and the
+    # s * exp(r) - 1 with s = 2**min(n, 60): beyond n = 60 the -1 is lost anyway, and the
     # result is scaled by 2**(n - 60) exactly (overflowing to inf where expm1 does)
     big = kd > _SHIFT + 60.0
     kb = _bits(kd)
     s = _pow2(np.int64(60) if big else kb)
     t = _pow2(kb - np.int64(60) if big else np.int64(0))
-    result = _fma(s, _expm1_poly(r), s - 1.0) * t
+    result = _expm1_scaled(r, s) * t
     return x if x == 0.0 else result             # the sign of zero
 
 
@@ -201,7 +205,7 @@ def _log_kernel(f, dk):
     w = z * z
     r = z * _fma(w, _fma(w, _fma(w, _LG7, _LG5), _LG3), _LG1) + \
         w * _fma(w, _fma(w, _LG6, _LG4), _LG2)
-    return _fma(dk, _LN2_HI, _fma(dk, _LN2_LO, _fma(-s, f - r, f)))
+    return _fma(dk, _LN2_HI, f + _fma(-s, f - r, dk * _LN2_LO))
 
 
 @_jit
@@ -336,10 +340,10 @@ def tanh_f64(x):
 
 @_jit
 def sigmoid_f64(x):
-    """1 / (1 + exp(-x)) without overflow: exp(-|x|) / (1 + exp(-|x|)) mirrored."""
+    """1 / (1 + exp(-x)) without overflow: 1 / (1 + e) or e / (1 + e), e = exp(-|x|) (one
+    division either way; NaN propagates through e)."""
     e = _exp_core(-abs(x))
-    p = 1.0 / (1.0 + e)
-    return p if x >= 0.0 else e * p
+    return (1.0 if x >= 0.0 else e) / (1.0 + e)
 
 
 @_jit
