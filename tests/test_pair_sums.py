@@ -49,6 +49,9 @@ def test_formulation_matches_hand_loop_without_nxn_temporary(name):
     np.testing.assert_allclose(grad, G, rtol=1e-8, atol=1e-10 * np.abs(G).max())
     assert _full_size_stores(fn.plan, N) == []
     assert nest_rejections(fn.plan) == []
+    # explain lists only what is stored: no N x N value among the temporaries
+    temps = fn.explain().split("temporaries:")[1].split("fusion boundaries:")[0]
+    assert f"({N}, {N})" not in temps, temps
 
 
 def test_rejection_names_the_rule():

@@ -151,15 +151,26 @@ def _boundaries(plan: Plan, producers: dict) -> list:
     return lines
 
 
+def _stored(plan: Plan) -> list:
+    """The kernel outputs written to arrays: a loop nest keeps its per-pair values (its pre
+    kernels' sums, the outer values it does not store) in registers."""
+    out = []
+    for unit in plan.units:
+        if isinstance(unit, Nest):
+            out += [o for k in unit.kernels for _, o in unit.written(k)]
+        elif isinstance(unit, Kernel):
+            out += unit.outputs
+    return out
+
+
 def _temporaries(plan: Plan) -> list:
-    """Values a unit writes that are not outputs: (node, bytes or None)."""
+    """Values a unit writes to an array that are not outputs: (node, bytes or None)."""
     wanted = {id(o) for o in plan.outputs if o is not None}
     temps, seen = [], set()
-    for k in plan.kernels:
-        for o in k.outputs:
-            if id(o.node) not in wanted and id(o.node) not in seen:
-                seen.add(id(o.node))
-                temps.append((o.node, _bytes(o.node)))
+    for o in _stored(plan):
+        if id(o.node) not in wanted and id(o.node) not in seen:
+            seen.add(id(o.node))
+            temps.append((o.node, _bytes(o.node)))
     for unit in plan.units:
         if isinstance(unit, Step) and id(unit.node) not in wanted and \
                 unit.node.op not in VIEWS:
