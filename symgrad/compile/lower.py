@@ -114,21 +114,31 @@ def _substitute(formula: sp.Basic, positional: tuple, args: list) -> sp.Basic:
     used as a number (``b + x``, ``b >= x``, ``ceil(b)``) is numpy's 0/1: sympy refuses a
     Boolean in arithmetic, so there it becomes ``Piecewise((1, b), (0, True))``; a number
     used as a bool (``logical_and(x, 3.0)``) is numpy's ``x != 0``. The fewest such
-    conversions that make a well-formed expression are made (a condition stays one)."""
+    conversions that make a well-formed expression are made (a condition stays one).
+    The conversions are built only when the plain substitution is not well formed:
+    ``Ne(big_expression, 0)`` costs sympy seconds on large regions."""
+    plain = _try_replace(formula, positional, args)
+    if plain is not None and _well_formed(plain):
+        return plain
     other = [_as_number(a) if _as_number(a) is not a else _as_bool(a) for a in args]
     flags = [k for k, a in enumerate(args) if other[k] is not a]
     for count in range(len(flags) + 1):
         for chosen in itertools.combinations(flags, count):
             values = [other[k] if k in chosen else a for k, a in enumerate(args)]
-            try:
-                with warnings.catch_warnings():   # Add(And(..), x): rejected just below
-                    warnings.simplefilter("ignore", SymPyDeprecationWarning)
-                    expr = formula.xreplace(dict(zip(positional, values)))
-            except TypeError:
-                continue
-            if count == len(flags) or _well_formed(expr):
+            expr = _try_replace(formula, positional, values)
+            if expr is not None and (count == len(flags) or _well_formed(expr)):
                 return expr
     return formula.xreplace(dict(zip(positional, args)))   # raises sympy's own error
+
+
+def _try_replace(formula: sp.Basic, positional: tuple, values: list):
+    """``formula`` with ``values`` for ``positional``, or None where sympy refuses them."""
+    try:
+        with warnings.catch_warnings():   # Add(And(..), x): rejected by _well_formed
+            warnings.simplefilter("ignore", SymPyDeprecationWarning)
+            return formula.xreplace(dict(zip(positional, values)))
+    except TypeError:
+        return None
 
 
 def _as_bool(value: sp.Basic) -> sp.Basic:
