@@ -218,7 +218,11 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
     lines.append("fusion boundaries:" + ("" if bounds else " none"))
     lines += bounds
     rejections = nest_rejections(plan) if target != "cuda" else []   # cuda has no nests
-    if rejections:
+    nests = [u for u in plan.units if isinstance(u, Nest)] if target != "cuda" else []
+    if rejections or nests:
         lines.append("loop nests:")
         lines += [f"  {r}" for r in rejections]
+        lines += [f"  nest {n.index} visits every (i0, i1) of {format_shape(n.outer.shape)}: "
+                  "no rule visits only i0 < i1 of a sum symmetric in the pair, so such a "
+                  "sum costs about twice a hand loop over i0 < i1" for n in nests]
     return "\n".join(lines)
