@@ -15,12 +15,12 @@ from ..shapes import format_shape, is_fully_known
 from .lower import LoweredKernel
 from .oprules import (PARALLEL_STEP_FORMS, PLACEHOLDER, STEP_FORMS, VIEWS, S, index_text,
                       threads_matmul)
-from .nest import Nest, nest_inputs, nest_math, nest_outputs, nest_source
+from .nest import NEST_MATH, Nest, nest_inputs, nest_outputs, nest_source
 from .regions import Kernel, Plan, Step
 from .printer import helpers_used
 from .reuse import merged_inputs, one_array, reuse_plan
 from .templates import FASTMATH, checks_trig, loop_source, quoted, split_body_source
-from .vecmath import FAST
+from .vecmath import FORMS
 
 PARALLEL_THRESHOLD = 1 << 15   # below this many elements a parallel kernel runs serially
 
@@ -77,7 +77,7 @@ class ModuleWriter:
                 "import math", "", "import numba", "import numpy as np", "",
                 "from symgrad.compile.support import always_inline",
                 "from symgrad.compile.vecmath import (trig_in_range, "
-                + ", ".join(sorted(n for pair in FAST.values() for n in pair)) + ")",
+                + ", ".join(sorted(f.__name__ for pair in FORMS for f in pair)) + ")",
                 *helper_imports(self.lowered),
                 *(["from symgrad.compile.threaded_matmul import matmul as tmatmul_, "
                    "run_chunks as chunks_"] if self.parallel else []), "",
@@ -125,7 +125,7 @@ class ModuleWriter:
                        f"({names}) over shape {format_shape(k.shape)}")
             parts.append(comment + "\n" + split_body_source(self.lowered[k.index],
                                                               f"_k{k.index}_point",
-                                                              nest_math(self.math),
+                                                              NEST_MATH,
                                                               trig=False))
         parts.append(nest_source(nest, self.lowered, f"_n{nest.index}_cpu", False))
         if self.nest_parallel(nest):

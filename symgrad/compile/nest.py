@@ -44,12 +44,11 @@ from .templates import OPTIONS, input_access
 INNER_MAX = 16   # longest trailing axis that is unrolled into a nest
 
 
-def nest_math(math: str) -> str:
-    """The math mode of a nest's point kernels: always "libm". A nest's inner loop adds
-    into a column (``r[j] += ..``) and LLVM keeps it scalar, where glibc's scalar ``exp``
-    runs the Gaussian pair sum in about half the time of the vectorisable polynomial
-    (``benchmarks/pair_sums.py``; libm is also the more accurate of the two)."""
-    return "libm"
+NEST_MATH = "libm"
+"""The math mode of a nest's point kernels, whatever the function's: a nest's inner loop
+adds into a column (``r[j] += ..``) and LLVM keeps it scalar, where glibc's scalar ``exp``
+runs the Gaussian pair sum faster than the vectorisable polynomial
+(``benchmarks/pair_sums.py``, ``docs/pair_sums.md``; libm is also the more accurate)."""
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 A small table-driven printer: a function prints from its class's ``numba_template`` /
 ``numba_helper`` (symgrad's scalar functions, see ``ops/sympy_functions.py``) or from
-``BASE_FUNCTIONS`` (plain sympy functions, by class name); the rest
+``BASE_FUNCTIONS`` (plain sympy functions, by class); the rest
 is arithmetic, comparisons, booleans and ``Piecewise`` printed as a lazy conditional
 expression ``(a if c else b)``, so the branch that was not selected is never evaluated.
 Numbers are typed: in a float32 kernel a literal is printed as ``f32(2.0)``, so numba
@@ -25,7 +25,10 @@ from typing import Optional
 import numpy as np
 import sympy as sp
 
-from .vecmath import FAST
+from sympy.codegen.cfunctions import expm1, log1p
+
+from ..ops.sympy_functions import Sigmoid, Softplus
+from . import vecmath as vm
 
 SUPPORT = "symgrad.compile.support:"
 
@@ -82,24 +85,38 @@ def _t(template: str) -> NumbaForm:
     return NumbaForm(template=template)
 
 
-# Plain sympy functions (one base table). symgrad's own scalar functions carry their
-# numba form on their class (ops/sympy_functions.py) and are not listed here.
+# Plain sympy functions (one base table, keyed by class). symgrad's own scalar functions
+# carry their numba form on their class (ops/sympy_functions.py) and are not listed here.
+def _math(cls) -> NumbaForm:
+    return _t(f"math.{cls.__name__}({{0}})")
+
+
 BASE_FUNCTIONS = {
-    **{name: _t(f"math.{name}({{0}})") for name in (
-        "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh",
-        "acosh", "atanh", "exp", "log", "expm1", "log1p", "erf")},
-    "atan2": _t("math.atan2({0}, {1})"), "floor": _t("np.floor({0})"),
-    "ceiling": _t("np.ceil({0})"), "Abs": _t("abs({0})"),
-    "sign": NumbaForm(helper=SUPPORT + "sign_", constants=("one",)),
-    "Max": NumbaForm(helper=SUPPORT + "max_"), "Min": NumbaForm(helper=SUPPORT + "min_"),
+    **{cls: _math(cls) for cls in (
+        sp.sin, sp.cos, sp.tan, sp.asin, sp.acos, sp.atan, sp.sinh, sp.cosh, sp.tanh,
+        sp.asinh, sp.acosh, sp.atanh, sp.exp, sp.log, expm1, log1p, sp.erf)},
+    sp.atan2: _t("math.atan2({0}, {1})"), sp.floor: _t("np.floor({0})"),
+    sp.ceiling: _t("np.ceil({0})"), sp.Abs: _t("abs({0})"),
+    sp.sign: NumbaForm(helper=SUPPORT + "sign_", constants=("one",)),
+    sp.Max: NumbaForm(helper=SUPPORT + "max_"), sp.Min: NumbaForm(helper=SUPPORT + "min_"),
 }
+
+FAST = {
+    sp.exp: (vm.exp_f64, vm.exp_f32), expm1: (vm.expm1_f64, vm.expm1_f32),
+    sp.log: (vm.log_f64, vm.log_f32), log1p: (vm.log1p_f64, vm.log1p_f32),
+    sp.sin: (vm.sin_f64, vm.sin_f32), sp.cos: (vm.cos_f64, vm.cos_f32),
+    sp.tanh: (vm.tanh_f64, vm.tanh_f32), Sigmoid: (vm.sigmoid_f64, vm.sigmoid_f32),
+    Softplus: (vm.softplus_f64, vm.softplus_f32),
+}
+"""Function class -> (float64, float32) vectorisable form (``vecmath``) printed in fast mode."""
 
 MATH_MODES = ("fast", "libm")
 """Printer math modes. "fast" prints ``vecmath``'s vectorisable forms (``FAST``) for the
 functions that have one; a function class may also override its form for one mode with a
 ``numba_forms = {mode: template-or-"pkg.mod:helper"}`` attribute; otherwise both modes
 print ``numba_template``/``numba_helper``."""
-TRIG = frozenset({"sin", "cos"})
+TRIG = frozenset({sp.sin, sp.cos})
+"""Classes whose fast form needs the kernel's range check (``vecmath.trig_in_range``)."""
 
 
 def helper_alias(spec: str) -> str:
@@ -119,7 +136,7 @@ def function_form(cls, math_mode: str = "libm") -> Optional[NumbaForm]:
     if template is not None or helper is not None:
         return NumbaForm(template=template, helper=helper,
                          constants=tuple(getattr(cls, "numba_constants", ())))
-    return BASE_FUNCTIONS.get(cls.__name__)
+    return BASE_FUNCTIONS.get(cls)
 
 
 def _form_of(text: str, constants) -> NumbaForm:
@@ -145,8 +162,8 @@ def helpers_used(exprs, math_mode: str = "libm") -> list:
     return sorted(found.items())
 
 
-_RELATIONS = {"StrictLessThan": "<", "LessThan": "<=", "StrictGreaterThan": ">",
-              "GreaterThan": ">=", "Equality": "==", "Unequality": "!="}
+_RELATIONS = {sp.StrictLessThan: "<", sp.LessThan: "<=", sp.StrictGreaterThan: ">",
+              sp.GreaterThan: ">=", sp.Equality: "==", sp.Unequality: "!="}
 
 
 
@@ -199,7 +216,7 @@ class NumbaPrinter:
         if method is not None:
             return method(expr)
         if isinstance(expr, sp.core.relational.Relational):
-            op = _RELATIONS[type(expr).__name__]
+            op = _RELATIONS[type(expr)]
             return f"({self._print(expr.lhs)} {op} {self._print(expr.rhs)})"
         if isinstance(expr, sp.Function):
             return self._print_function(expr)
@@ -207,14 +224,14 @@ class NumbaPrinter:
                                   f" in {expr}")
 
     def _print_function(self, expr) -> str:
-        name = type(expr).__name__
-        fast = FAST.get(name) if self.fast else None
-        if fast is not None and not expr.args[0].is_integer and (self.trig or name not in TRIG):
+        cls = type(expr)
+        fast = FAST.get(cls) if self.fast else None
+        if fast is not None and not expr.args[0].is_integer and (self.trig or cls not in TRIG):
             arg = self._print(expr.args[0])
-            if name in TRIG:
+            if cls in TRIG:
                 self.trig_args.append(arg)
             self.fast_sites += 1
-            return f"{fast[1] if self.float32 else fast[0]}({arg})"
+            return f"{(fast[1] if self.float32 else fast[0]).__name__}({arg})"
         form = function_form(type(expr), "fast" if self.fast else "libm")
         if form is None:
             raise NotImplementedError("symgrad.compile: no numba form for function "

@@ -375,11 +375,8 @@ exp_f32, expm1_f32, log_f32, log1p_f32 = _f32(exp_f64), _f32(expm1_f64), _f32(lo
 sin_f32, cos_f32, tanh_f32 = _f32(sin_f64), _f32(cos_f64), _f32(tanh_f64)
 sigmoid_f32, softplus_f32 = _f32(sigmoid_f64), _f32(softplus_f64)
 
-#: sympy function name -> (float64 form, float32 form), what the printer emits in fast mode
-FAST = {
-    "exp": ("exp_f64", "exp_f32"), "expm1": ("expm1_f64", "expm1_f32"),
-    "log": ("log_f64", "log_f32"), "log1p": ("log1p_f64", "log1p_f32"),
-    "sin": ("sin_f64", "sin_f32"), "cos": ("cos_f64", "cos_f32"),
-    "tanh": ("tanh_f64", "tanh_f32"),
-    "Sigmoid": ("sigmoid_f64", "sigmoid_f32"), "Softplus": ("softplus_f64", "softplus_f32"),
-}
+#: (float64 form, float32 form) of each function; the printer's ``FAST`` table maps sympy
+#: function classes to these
+FORMS = ((exp_f64, exp_f32), (expm1_f64, expm1_f32), (log_f64, log_f32),
+         (log1p_f64, log1p_f32), (sin_f64, sin_f32), (cos_f64, cos_f32), (tanh_f64, tanh_f32),
+         (sigmoid_f64, sigmoid_f32), (softplus_f64, softplus_f32))
