@@ -136,6 +136,9 @@ def one_array(loop: str, merged: dict) -> str:
         r0[i0] = g(r0[i0], x1[i0])
     """
     for p, j in merged.items():
+        # a parallel chunk's view of the input becomes the output's view (one pointer)
+        loop = re.sub(rf"^ *v{p} = x{p}\[lo:hi\]\n", "", loop, flags=re.M)
+        loop = re.sub(rf"\bv{p}\[", f"w{j}[", loop)
         loop = re.sub(rf"\bx{p}\[", f"r{j}[", loop)
         loop = re.sub(rf"(def \w+\([^)]*?)\bx{p}, ", r"\1", loop, count=1)
         if re.search(rf"\bx{p}\b", loop):   # read other than by subscript: a compiler bug

@@ -294,20 +294,25 @@ def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool,
                 lines.append(f"{indent * depth}{out_names[k]}[{sub}] = s{k}")
 
     depth = 1
+    subs, viewed = [a.index for a in ins], set()
     if checked:
         lines.append(f"{indent}nbad = 0")
     if parallel and rank:
         lines.append(f"{indent}for c in numba.prange(nc):")
         depth += 1
+        lines.append(f"{indent * depth}lo = c * n0 // nc")
+        lines.append(f"{indent * depth}hi = (c + 1) * n0 // nc")
+        in_names, subs, out_names, viewed = chunk_views(lines, indent * depth, in_names,
+                                                        subs, out_names, outs)
     for j in range(rank):
         acc_init(j)
         if j == 0 and parallel:
-            bounds = "c * n0 // nc, (c + 1) * n0 // nc"
+            lines.append(f"{indent * depth}for k0 in range(hi - lo):")
+            lines.append(f"{indent * (depth + 1)}i0 = lo + k0")
         else:
-            bounds = f"n{j}"
-        lines.append(f"{indent * depth}for i{j} in range({bounds}):")
+            lines.append(f"{indent * depth}for i{j} in range(n{j}):")
         depth += 1
-    args = ", ".join(f"{n}{a.index}" for n, a in zip(in_names, ins))
+    args = ", ".join(f"{n}{sub}" for n, sub in zip(in_names, subs))
     target = ", ".join(values + (["ok"] if checked else [])) + \
         ("," if len(values) == 1 and not checked else "")
     lines.append(f"{indent * depth}{target} = {point}({args})")
@@ -317,7 +322,8 @@ def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool,
     for k, o in enumerate(outs):
         e = values[source_index[id(o.out.source)]]
         if o.mode == "store":
-            lines.append(f"{indent * depth}{out_names[k]}[{full}] = {e}")
+            sub = "k0" + full[2:] if k in viewed else full
+            lines.append(f"{indent * depth}{out_names[k]}[{sub}] = {e}")
         elif o.mode == "suffix":
             lines.append(f"{indent * depth}s{k} += {e}")
         elif o.mode == "scatter":
@@ -333,3 +339,32 @@ def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool,
     if checked:
         lines.append(f"{indent}return nbad")
     return "\n".join(lines), params, ins, outs
+
+
+_LEAD = "[i0"
+
+
+def chunk_views(lines: list, indent: str, in_names: list, subs: list, out_names: list,
+                outs: list) -> tuple:
+    """Views ``v<k> = x<k>[lo:hi]`` of the arrays a parallel chunk reads or stores at
+    ``[i0, ..]``, read as ``v<k>[k0, ..]``: (input names, their subscripts, output names,
+    indices of the outputs stored through a view).
+
+    Indexed at ``i0 = lo + k0``, numba's negative-index wraparound (``lo`` may be negative
+    as far as LLVM knows) leaves the vectorised loop gathers and scatters instead of
+    contiguous loads and stores: W1's chunk ran at 0.6x the serial loop's speed per element
+    (docs/threads_and_buffers.md). A view's index ``k0`` counts from 0, which LLVM proves
+    non-negative, as in the serial loop over ``range(n0)``.
+    """
+    in_names, subs, out_names, viewed = list(in_names), list(subs), list(out_names), set()
+    for k, sub in enumerate(subs):
+        if sub.startswith(_LEAD + ",") or sub == _LEAD + "]":
+            lines.append(f"{indent}v{k} = {in_names[k]}[lo:hi]")
+            in_names[k] = f"v{k}"
+            subs[k] = "[k0" + sub[len(_LEAD):]
+    for k, o in enumerate(outs):
+        if o.is_param and o.mode == "store":
+            lines.append(f"{indent}w{k} = {out_names[k]}[lo:hi]")
+            out_names[k] = f"w{k}"
+            viewed.add(k)
+    return in_names, subs, out_names, viewed
