@@ -36,7 +36,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import sympy as sp
+
 from ..shapes import is_fully_known
+from .masks import mask_band, read_text, row_range, vanishes
 from .oprules import S
 from .regions import Kernel, Plan, Step
 from .templates import OPTIONS, input_access
@@ -269,6 +272,10 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
     lines = [deco, f"def {name}({', '.join(params)}):"]
     local: dict = {}       # id(node) -> local name (pre sums, linked outer values)
     chunk = "c, " if parallel else ""
+    bands, skip = nest_masks(nest, lowered)
+    kept = bands[skip][0] if skip is not None else None
+    for x, mb in bands.items():   # constant masks read as index predicates
+        local[x] = read_text(mb, "i0", "i1", kept)
 
     def emit(depth: int, text: str) -> None:
         lines.append("    " * depth + text)
@@ -323,6 +330,8 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
     for j in range(r):
         open_level(depth, j)
         bounds = "c, n0, nc" if j == 0 and parallel else f"n{j}"
+        if j == 1 and skip is not None:   # only the columns the mask keeps
+            bounds = row_range(kept, "i0", "n1")
         emit(depth, f"for i{j} in range({bounds}):")
         depth += 1
     for kernel in nest.pre:
@@ -358,6 +367,43 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
         depth -= 1
         close_level(depth, j)
     return "\n".join(lines)
+
+
+def nest_masks(nest: Nest, lowered) -> tuple:
+    """({id(node): masks.mask_band} of the outer kernel's constant pair masks read as
+    index predicates, id of the bool mask whose dropped pairs the loop skips or None).
+
+    The loop over ``i1`` visits only the columns a triangular or diagonal mask keeps when
+    every pair it drops adds exactly 0: the outer kernel's written and linked values vanish
+    with the mask False, and the post kernels' values vanish with those links 0 (sympy, on
+    the lowered kernels; ``lowered[k.index]``), and the nest stores no per-pair value.
+    """
+    outer = nest.outer
+    if outer.rank != 2:
+        return {}, None
+    bands = {}
+    for i in outer.inputs:
+        b = mask_band(i, input_access(i.dims, outer.dims).index)
+        if b is not None:
+            bands[id(i)] = b
+    if not bands or any(o.mode == "store" for o in nest_outputs(nest, False)):
+        return bands, None
+    lk = lowered[outer.index]
+    needed = {id(o.source) for _, o in nest.written(outer)} | \
+        {id(c) for c in nest.links.values()}
+    for post in nest.post:
+        links = {s: 0 for s, i in zip(lowered[post.index].symbols, post.inputs)
+                 if id(i) in nest.links}
+        if not all(vanishes(lowered[post.index], links)):
+            return bands, None
+    for x, (b, a, _) in bands.items():
+        if a is not True or row_range(b, "i0", "n1") is None:
+            continue
+        sym = lk.symbols[[id(i) for i in outer.inputs].index(x)]
+        zero = vanishes(lk, {sym: sp.false})
+        if all(z for z, s in zip(zero, lk.sources) if id(s) in needed):
+            return bands, x
+    return bands, None
 
 
 # --- why a kernel stayed flat (for ``explain``) ----------------------------------------

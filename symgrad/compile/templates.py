@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .lower import LoweredKernel
+from .masks import loop_masks, row_range
 from .printer import NumbaPrinter
 from .regions import KernelOutput
 from .access import InputAccess
@@ -295,9 +296,16 @@ def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool,
 
     depth = 1
     subs, viewed = [a.index for a in ins], set()
+    # constant pair masks read as index predicates; ``kept``: the loop visits its pairs only
+    predicates, kept = loop_masks(lowered, subs, all(o.mode != "store" for o in outs))
+    for k, text in predicates.items():
+        in_names[k], subs[k] = "", text
     if checked:
         lines.append(f"{indent}nbad = 0")
-    if parallel and rank:
+    if parallel and rank and kept is not None:   # rows c, c + nc, ..: balanced triangles
+        lines.append(f"{indent}for c in numba.prange(nc):")
+        depth += 1
+    elif parallel and rank:
         lines.append(f"{indent}for c in numba.prange(nc):")
         depth += 1
         lines.append(f"{indent * depth}lo = c * n0 // nc")
@@ -306,9 +314,13 @@ def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool,
                                                         subs, out_names, outs)
     for j in range(rank):
         acc_init(j)
-        if j == 0 and parallel:
+        if j == 0 and parallel and kept is not None:
+            lines.append(f"{indent * depth}for i0 in range(c, n0, nc):")
+        elif j == 0 and parallel:
             lines.append(f"{indent * depth}for k0 in range(hi - lo):")
             lines.append(f"{indent * (depth + 1)}i0 = lo + k0")
+        elif j == 1 and kept is not None:
+            lines.append(f"{indent * depth}for i1 in range({row_range(kept, 'i0', 'n1')}):")
         else:
             lines.append(f"{indent * depth}for i{j} in range(n{j}):")
         depth += 1
@@ -358,7 +370,7 @@ def chunk_views(lines: list, indent: str, in_names: list, subs: list, out_names:
     """
     in_names, subs, out_names, viewed = list(in_names), list(subs), list(out_names), set()
     for k, sub in enumerate(subs):
-        if sub.startswith(_LEAD + ",") or sub == _LEAD + "]":
+        if in_names[k] and (sub.startswith(_LEAD + ",") or sub == _LEAD + "]"):
             lines.append(f"{indent}v{k} = {in_names[k]}[lo:hi]")
             in_names[k] = f"v{k}"
             subs[k] = "[k0" + sub[len(_LEAD):]

@@ -1,0 +1,167 @@
+"""Constant boolean masks of pair shape read as index predicates.
+
+A pair sum often guards its diagonal or keeps ``i < j`` with a constant mask built in
+numpy: ``sg.constant(np.eye(n, dtype=bool))``, ``~np.eye(..)``,
+``np.triu(np.ones((n, n), bool), 1)``, ``np.tril(..)``. Such a constant is a predicate on
+the loop indices, ``i1 - i0 >= k`` and the like, so a loop need not read its ``n x n``
+bytes: ``band`` recognises it (checked against the constant's value at compile time), and
+``predicate`` prints the comparison a loop passes instead of the array read.
+
+>>> import numpy as np
+>>> band(np.triu(np.ones((4, 4), bool), 1)), band(~np.eye(3, dtype=bool))
+(('>=', 1), ('!=', 0))
+>>> predicate(band(np.tril(np.ones((5, 5), bool), -1)), "i0", "i1")
+'i0 > i1'
+>>> band(np.ones((3, 3), bool)) is None
+True
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import sympy as sp
+
+Band = tuple   # (op, k): the mask is ``(i1 - i0) op k`` for op in '==', '!=', '>=', '<='
+
+
+def band(value) -> Optional[Band]:
+    """``(op, k)`` when the 2-D bool array ``value`` is ``value[i0, i1] == ((i1 - i0) op
+    k)`` for every element (eye, ~eye, triu, tril of any offset), else None. Masks that are
+    all True or all False are left alone (nothing to gain)."""
+    if not isinstance(value, np.ndarray) or value.dtype != np.bool_ or value.ndim != 2 \
+            or 0 in value.shape:
+        return None
+    n0, n1 = value.shape
+    if value.all() or not value.any():
+        return None
+    if n0 == n1 and np.array_equal(value, np.eye(n0, dtype=bool)):
+        return ("==", 0)
+    if n0 == n1 and not value.diagonal().any() and np.array_equal(~value, np.eye(n0, dtype=bool)):
+        return ("!=", 0)
+    row, col = value[0], value[:, 0]
+    if row[-1]:    # triu: True from column k of row 0 on (k <= 0: rows 0..-k of column 0)
+        k = int(np.argmax(row)) if not row[0] else -(int(np.argmin(col)) - 1 if not col.all()
+                                                      else n0 - 1)
+        if np.array_equal(value, np.triu(np.ones((n0, n1), bool), k)):
+            return (">=", k)
+    if col[-1] or row[0]:   # tril: True up to column k of row 0 (k < 0: from row -k down)
+        k = (int(np.argmin(row)) - 1 if not row.all() else n1 - 1) if row[0] \
+            else -int(np.argmax(col))
+        if np.array_equal(value, np.tril(np.ones((n0, n1), bool), k)):
+            return ("<=", k)
+    return None
+
+
+def complement(b: Band) -> Band:
+    """The band where ``b`` does not hold.
+
+    >>> complement((">=", 1)), complement(("==", 0))
+    (('<=', 0), ('!=', 0))
+    """
+    op, k = b
+    return {"==": ("!=", k), "!=": ("==", k), ">=": ("<=", k - 1), "<=": (">=", k + 1)}[op]
+
+
+def predicate(b: Band, i: str, j: str) -> str:
+    """The text of band ``b`` on loop indices ``i`` (rows) and ``j`` (columns)."""
+    op, k = b
+    if op in ("==", "!=") and k == 0:
+        return f"{i} {op} {j}"
+    if op == ">=" and k in (0, 1):
+        return f"{i} {'<=' if k == 0 else '<'} {j}"
+    if op == "<=" and k in (0, -1):
+        return f"{i} {'>=' if k == 0 else '>'} {j}"
+    return f"{j} - {i} {op} {k}"
+
+
+def mask_band(node, index: str) -> Optional[tuple]:
+    """``(band, a, b)`` when kernel input ``node``, read at ``[i0, i1]``, is a constant
+    that is ``a`` where ``band`` holds and ``b`` elsewhere: a bool mask (``a`` True), or a
+    float64 array of two finite values (a mask folded into a gradient's seed,
+    ``where(mask, 1.0, 0.0)``); else None."""
+    value = getattr(node, "value", None)
+    if index != "[i0, i1]" or value is None:
+        return None
+    value = np.asarray(value)
+    if value.dtype == np.bool_:
+        b = band(value)
+        return None if b is None else (b, True, False)
+    if value.dtype != np.float64 or value.ndim != 2 or value.size < 2:
+        return None
+    a = value[0, 0]
+    where_a = value == a
+    rest = value[~where_a]
+    if not rest.size or not np.isfinite(a) or not np.isfinite(rest[0]) or \
+            not (rest == rest[0]).all():
+        return None
+    b = band(where_a)
+    return None if b is None else (b, float(a), float(rest[0]))
+
+
+def read_text(mb: tuple, i: str, j: str, kept: Optional[Band] = None) -> str:
+    """What a loop passes instead of reading the constant of ``mask_band`` ``mb``
+    (``kept``: the band the loop visits only, where the constant is its first value)."""
+    b, a, other = mb
+    if b == kept:
+        return repr(a)
+    if complement(b) == kept:
+        return repr(other)
+    if a is True:
+        return f"({predicate(b, i, j)})"
+    return f"({a!r} if {predicate(b, i, j)} else {other!r})"
+
+
+def vanishes(lowered, values: dict) -> list:
+    """Whether each result of ``lowered`` (a LoweredKernel) is exactly 0 once its symbols
+    take ``values`` (``cse`` replacements substituted in order)."""
+    env = dict(values)
+    for sym, expr in lowered.replacements:
+        env[sym] = expr.subs(env)
+    return [_is_zero(sp.sympify(r).subs(env)) for r in lowered.results]
+
+
+def _is_zero(expr) -> bool:
+    """Exactly 0, reading the lowering's literal symbols (``Symbol('0.0')``) as numbers."""
+    literals = {}
+    for s in expr.free_symbols:
+        try:
+            literals[s] = sp.Float(float(s.name))
+        except ValueError:
+            pass
+    return bool(expr.xreplace(literals).is_zero)
+
+
+def row_range(b: Band, i: str, n: str) -> Optional[str]:
+    """``range(..)`` arguments of the columns ``j < n`` where band ``b`` holds in row
+    ``i``, or None when the band is not an interval of each row (``!=``)."""
+    op, k = b
+    lo = f"max({i} + {k}, 0)" if k else i
+    if op == ">=":
+        return f"{lo}, {n}"
+    if op == "<=":
+        return f"min({i} + {k + 1}, {n})"
+    if op == "==":
+        return f"{lo}, min({i} + {k + 1}, {n})"
+    return None
+
+
+def loop_masks(lowered, indexes: list, sums_only: bool) -> tuple:
+    """For a flat rank-2 loop: ({input position: text read instead}, the band of the bool
+    mask whose dropped pairs the loop skips, or None). ``indexes``: each input's subscript;
+    ``sums_only``: every output is a sum (a skipped pair then adds nothing, when every
+    result is 0 with the mask False)."""
+    kernel = lowered.kernel
+    if kernel.rank != 2:
+        return {}, None
+    found = {k: mb for k, (node, index) in enumerate(zip(kernel.inputs, indexes))
+             if (mb := mask_band(node, index)) is not None}
+    kept = None
+    if sums_only:
+        for k, (b, a, _) in found.items():
+            if a is True and row_range(b, "i0", "n1") is not None and \
+                    all(vanishes(lowered, {lowered.symbols[k]: sp.false})):
+                kept = b
+                break
+    return {k: read_text(mb, "i0", "i1", kept) for k, mb in found.items()}, kept
