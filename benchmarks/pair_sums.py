@@ -1,6 +1,6 @@
 """Time every W3 formulation (``workloads/w3_pair_sums.py``) against its hand loop.
 
-    python benchmarks/pair_sums.py [--n 3000] [--repeats 5] [--target cpu]
+    python benchmarks/pair_sums.py [--n 3000] [--repeats 5] [--target cpu] [--only name ..]
                                    [--json benchmarks/results/pair_sums.json]
 
 Per formulation: median (and min) of ``repeats`` calls for symgrad and for the hand loop,
@@ -15,6 +15,7 @@ import sys
 import time
 import tracemalloc
 
+import numba
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -22,6 +23,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 import symgrad as sg  # noqa: E402
+from benchmarks.frameworks import FASTMATH  # noqa: E402
 from benchmarks.workloads import w3_pair_sums as w  # noqa: E402
 from symgrad.compile.nest import Nest, nest_rejections  # noqa: E402
 
@@ -50,8 +52,63 @@ def _peak_mb(call):
         tracemalloc.stop()
 
 
+RC_MORSE = 2.5
+A_MORSE, RE_MORSE = 1.5, 1.1
+
+
+def _eye(n):
+    return sg.constant(np.eye(n, dtype=bool))
+
+
+def _triu(n):
+    return sg.constant(np.triu(np.ones((n, n), bool), 1))
+
+
+def lj_eye_constant(P, c):
+    """The diagonal guarded before ``sqrt`` by ``sg.constant(np.eye(n, dtype=bool))``."""
+    n = P.shape[0]
+    eye = _eye(n)
+    r = sg.sqrt(sg.where(eye, 1.0, w._r2(P)))
+    return 0.5 * sg.reduce_sum(sg.where(eye, 0.0, 4.0 * (r**-12 - r**-6)))
+
+
+def lj_triu_constant(P, c):
+    """``i < j`` kept by ``sg.constant(np.triu(np.ones((n, n), bool), 1))`` before ``sqrt``."""
+    triu = _triu(P.shape[0])
+    r = sg.sqrt(sg.where(triu, w._r2(P), 1.0))
+    return sg.reduce_sum(sg.where(triu, 4.0 * (r**-12 - r**-6), 0.0))
+
+
+def morse_components(P, c):
+    """Morse potential by components, an ``i < j`` constant mask and a cutoff."""
+    triu = _triu(P.shape[0])
+    x, y, z = P[:, 0], P[:, 1], P[:, 2]
+    dx, dy, dz = (x[:, None] - x[None, :], y[:, None] - y[None, :], z[:, None] - z[None, :])
+    r = sg.sqrt(sg.where(triu, dx * dx + dy * dy + dz * dz, 1.0))
+    m = 1.0 - sg.exp(-A_MORSE * (r - RE_MORSE))
+    return sg.reduce_sum(sg.where(sg.logical_and(triu, r < RC_MORSE), m * m - 1.0, 0.0))
+
+
+@numba.njit(fastmath=FASTMATH, inline="always")
+def _morse_cut(r2, qi, qj):
+    if r2 >= RC_MORSE * RC_MORSE:
+        return 0.0, 0.0
+    r = np.sqrt(r2)
+    ex = np.exp(-A_MORSE * (r - RE_MORSE))
+    m = 1.0 - ex
+    return m * m - 1.0, 2.0 * m * A_MORSE * ex / r
+
+
+MASK_FORMS = {   # the masks-as-constants forms of issue 19
+    "lj: eye constant guards sqrt": (lj_eye_constant, w._HAND_LJ),
+    "lj: triu constant before sqrt": (lj_triu_constant, w._HAND_LJ),
+    "morse: components, triu constant, cutoff": (morse_components, w._hand(_morse_cut, 0.0)),
+}
+FORMULATIONS = {**w.FORMULATIONS, **MASK_FORMS}
+
+
 def measure(name, data, target, repeats):
-    loss, hand = w.FORMULATIONS[name]
+    loss, hand = FORMULATIONS[name]
     P = sg.placeholder("P", shape=data["P"].shape)
     E = loss(P, w.constants(data))
     fn = sg.function([P], [E] + sg.gradients(E, P), target=target)
@@ -77,6 +134,7 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=3000)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--target", default="cpu")
+    ap.add_argument("--only", nargs="*", help="formulations whose name contains one of these")
     ap.add_argument("--json", default=os.path.join(ROOT, "benchmarks", "results",
                                                    "pair_sums.json"))
     args = ap.parse_args(argv)
@@ -85,7 +143,8 @@ def main(argv=None):
     print(f"| formulation (N={args.n}, {args.target}) | symgrad ms | hand ms | ratio "
           f"| peak MB (N*N*8 = {args.n**2 * 8 / 2**20:.0f}) | nest |")
     print("|---|---|---|---|---|---|")
-    for name in w.FORMULATIONS:
+    names = [n for n in FORMULATIONS if not args.only or any(o in n for o in args.only)]
+    for name in names:
         r = measure(name, data, args.target, args.repeats)
         rows.append(r)
         print(f"| {name} | {r['symgrad_ms']:.1f} | {r['hand_ms']:.1f} | {r['ratio']:.2f} "

@@ -34,7 +34,9 @@ from collections import Counter
 from typing import Optional
 
 from ..shapes import format_shape, is_fully_known
-from .nest import Nest, nest_rejections
+from .lower import lower_kernel
+from .masks import loop_masks, mask_band, predicate
+from .nest import Nest, nest_masks, nest_rejections
 from .oprules import VIEWS, threads_matmul
 from .regions import Kernel, Plan, Step
 
@@ -222,7 +224,58 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
     if rejections or nests:
         lines.append("loop nests:")
         lines += [f"  {r}" for r in rejections]
-        lines += [f"  nest {n.index} visits every (i0, i1) of {format_shape(n.outer.shape)}: "
-                  "no rule visits only i0 < i1 of a sum symmetric in the pair, so such a "
-                  "sum costs about twice a hand loop over i0 < i1" for n in nests]
+        lines += _nest_lines(nests)
+    masks = _flat_mask_lines(plan) if target != "cuda" else []
+    if masks:
+        lines.append("constant masks read as index predicates:")
+        lines += masks
     return "\n".join(lines)
+
+
+def _nest_lines(nests: list) -> list:
+    """Per nest: which pairs its loop visits (``nest.nest_masks``), and each constant mask
+    it reads as an index predicate."""
+    lines = []
+    for n in nests:
+        lowered = {k.index: lower_kernel(k) for k in n.kernels}
+        bands, skip = nest_masks(n, lowered)
+        shape = format_shape(n.outer.shape)
+        if skip is None:
+            lines.append(f"  nest {n.index} visits every (i0, i1) of {shape}: no rule visits "
+                         "only i0 < i1 of a sum symmetric in the pair, so such a sum costs "
+                         "about twice a hand loop over i0 < i1")
+        else:
+            lines.append(f"  nest {n.index} visits only the (i0, i1) of {shape} with "
+                         f"{predicate(bands[skip][0], 'i0', 'i1')}: the constant mask "
+                         f"{_name(n.outer, skip)!r} drops the others, which add exactly 0")
+        for x, (b, _, _) in bands.items():
+            lines.append(f"  nest {n.index} reads the constant {_name(n.outer, x)!r} as "
+                         f"{predicate(b, 'i0', 'i1')} (no (N, N) read)")
+    return lines
+
+
+def _name(kernel: Kernel, x: int) -> str:
+    return next(i.name for i in kernel.inputs if id(i) == x)
+
+
+def _flat_mask_lines(plan: Plan) -> list:
+    """Flat rank-2 kernels reading a constant mask as an index predicate
+    (``masks.loop_masks``), and the pairs they visit."""
+    from .templates import input_access, output_accesses
+    lines = []
+    for k in plan.units:
+        if not isinstance(k, Kernel) or k.rank != 2:
+            continue
+        subs = [input_access(i.dims, k.dims).index for i in k.inputs]
+        if not any(mask_band(i, sub) for i, sub in zip(k.inputs, subs)):
+            continue
+        outs = output_accesses(k.outputs, 2, False)
+        found, kept = loop_masks(lower_kernel(k), subs, all(o.mode != "store" for o in outs))
+        for j in found:
+            b = mask_band(k.inputs[j], subs[j])[0]
+            lines.append(f"  kernel {k.index} reads {k.inputs[j].name!r} as "
+                         f"{predicate(b, 'i0', 'i1')}")
+        if kept is not None:
+            lines.append(f"  kernel {k.index} visits only the (i0, i1) with "
+                         f"{predicate(kept, 'i0', 'i1')} (the pairs its mask drops add 0)")
+    return lines
