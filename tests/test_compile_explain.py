@@ -136,10 +136,11 @@ def test_explain_lists_the_nest_rule_that_kept_a_pair_value_stored():
     assert len(section) == 1 and section[0].startswith("  nest ")
     assert "stores 'S' (40, 40): it is read outside the nest" in section[0]
     nested = sg.function([P], [E] + sg.gradients(E, P)).explain().splitlines()
-    # nothing stopped the nest; the report still says it visits both orders of each pair
+    # nothing stopped the nest; the sum is symmetric in the pair: it visits i0 <= i1 only
     assert nested[nested.index("loop nests:") + 1:] == [
-        "  nest 1 visits every (i0, i1) of (40, 40): no rule visits only i0 < i1 of a sum "
-        "symmetric in the pair, so such a sum costs about twice a hand loop over i0 < i1"]
+        "  nest 1 visits only the (i0, i1) of (40, 40) with i0 <= i1: the sum is symmetric "
+        "in the pair (docs/pair_sums.md), so each off-diagonal pair adds twice to its sums "
+        "and into both rows"]
     args = [np.random.default_rng(0).uniform(-1, 1, (40, 3))]
     for got, want in zip(f(*args), sg.evaluate([E, S] + sg.gradients(E, P), {P: args[0]})):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)

@@ -92,7 +92,8 @@ FORMS = {**{name: loss for name, (loss, _) in bench.MASK_FORMS.items()},
          "tril(-1) mask": _tril_lj, "triu mask, dropped pairs add": _triu_not_zero,
          "random constant mask": _random_mask}
 SKIPS = {"lj: triu constant before sqrt": "i0 < i1", "tril(-1) mask": "i0 > i1",
-         "morse: components, triu constant, cutoff": "i0 < i1"}
+         "morse: components, triu constant, cutoff": "i0 < i1",
+         "lj: eye constant guards sqrt": "i0 <= i1"}   # symmetric: i0 <= i1
 
 
 def _check(name, n, target):
@@ -127,7 +128,8 @@ def test_mask_forms_match_evaluate_without_nxn_temporary(name):
         assert len(visits) == 1 and f"with {skip}" in visits[0], visits
         source = fn.source
         assert "for i1 in range(max(i0 + 1, 0), n1)" in source or \
-            "for i1 in range(min(i0 + 0, n1))" in source, source
+            "for i1 in range(min(i0 + 0, n1))" in source or \
+            "for i1 in range(i0 + 1, n1)" in source, source
 
 
 def test_eye_form_nests_and_reads_eye_as_predicate():
@@ -142,3 +144,35 @@ def test_parallel_skipping_loops_match_evaluate(name):
     n = 200   # 40000 pairs: above PARALLEL_THRESHOLD, so the parallel loops run
     fn = _check(name, n, "parallel")
     assert "range(c, n0, nc)" in fn.source   # rows dealt round-robin (triangular work)
+
+
+def _asymmetric_constant(P, c):
+    """A constant weight that is not symmetric: the nest must visit every ordered pair."""
+    n = P.shape[0]
+    wgt = sg.constant(np.add.outer(np.arange(n), 2 * np.arange(n)) / n + 1.0)
+    return sg.reduce_sum(wgt * sg.exp(-w._r2(P)))
+
+
+def _symmetric_constant(P, c):
+    n = P.shape[0]
+    wgt = sg.constant(np.add.outer(np.arange(n), np.arange(n)) / n + 1.0)
+    return sg.reduce_sum(wgt * sg.exp(-w._r2(P)))
+
+
+FORMS.update({"asymmetric constant weight": _asymmetric_constant,
+              "symmetric constant weight": _symmetric_constant})
+
+
+@pytest.mark.parametrize("name, symmetric", [
+    ("symmetric constant weight", True), ("asymmetric constant weight", False),
+    ("lj: eye constant guards sqrt", True), ("lj: triu constant before sqrt", False)])
+def test_symmetric_sums_visit_half_the_pairs(name, symmetric):
+    fn = _check(name, N, "cpu")
+    assert any(isinstance(u, Nest) for u in fn.plan.units)
+    assert ("with i0 <= i1: the sum is symmetric" in fn.explain()) == symmetric
+    assert ("for i1 in range(i0 + 1, n1)" in fn.source) == symmetric
+
+
+def test_symmetric_parallel_matches_evaluate():
+    fn = _check("lj: eye constant guards sqrt", 200, "parallel")
+    assert "for i1 in range(i0 + 1, n1)" in fn.source and "range(c, n0, nc)" in fn.source

@@ -36,7 +36,7 @@ from typing import Optional
 from ..shapes import format_shape, is_fully_known
 from .lower import lower_kernel
 from .masks import loop_masks, mask_band, predicate
-from .nest import Nest, nest_masks, nest_rejections
+from .nest import Nest, nest_masks, nest_rejections, nest_symmetry
 from .oprules import VIEWS, threads_matmul
 from .regions import Kernel, Plan, Step
 
@@ -240,7 +240,11 @@ def _nest_lines(nests: list) -> list:
         lowered = {k.index: lower_kernel(k) for k in n.kernels}
         bands, skip = nest_masks(n, lowered)
         shape = format_shape(n.outer.shape)
-        if skip is None:
+        if skip is None and nest_symmetry(n, lowered):
+            lines.append(f"  nest {n.index} visits only the (i0, i1) of {shape} with i0 <= i1: "
+                         "the sum is symmetric in the pair (docs/pair_sums.md), so each "
+                         "off-diagonal pair adds twice to its sums and into both rows")
+        elif skip is None:
             lines.append(f"  nest {n.index} visits every (i0, i1) of {shape}: no rule visits "
                          "only i0 < i1 of a sum symmetric in the pair, so such a sum costs "
                          "about twice a hand loop over i0 < i1")

@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Optional
 
+import numpy as np
 import sympy as sp
 
 from ..shapes import is_fully_known
@@ -64,6 +66,9 @@ class Nest:
     links: dict = field(default_factory=dict)    # id(expand_dims node) -> outer node
     steps: list = field(default_factory=list)    # the expand_dims Steps absorbed
     hidden: set = field(default_factory=set)     # ids of outer nodes that are not stored
+    # {(post kernel index, column output j): row output j} when the nest visits i0 <= i1
+    # only (``nest_symmetry``); None until the source is written, {} when it may not
+    mirror: Optional[dict] = None
 
     @property
     def kernels(self) -> list:
@@ -244,6 +249,8 @@ def nest_outputs(nest: Nest, parallel: bool) -> list:
             else:
                 mode = "array"
             chunked = parallel and 0 in outer_axes
+            if nest.mirror and kernel is not nest.outer:   # rows and columns get mirrors
+                mode, chunked = "array", parallel
             outs.append(NestOutput(kernel, j, mode, level, chunked, has_inner))
     return outs
 
@@ -274,6 +281,11 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
     chunk = "c, " if parallel else ""
     bands, skip = nest_masks(nest, lowered)
     kept = bands[skip][0] if skip is not None else None
+    nest.mirror = nest_symmetry(nest, lowered) if skip is None else {}
+    outs = nest_outputs(nest, parallel)
+    params = (["nc"] if parallel else []) + [f"n{j}" for j in range(r)] + \
+        [arg[id(n)] for n in inputs] + [o.name for o in outs]
+    lines[1] = f"def {name}({', '.join(params)}):"
     for x, mb in bands.items():   # constant masks read as index predicates
         local[x] = read_text(mb, "i0", "i1", kept)
 
@@ -322,6 +334,67 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
             if o.mode == "local" and o.level == level and level < r:
                 for k, s in enumerate(locals_of(o)):
                     emit(depth, f"{o.name}[{index(o, k if o.inner else None, True)}] = {s}")
+
+    def body(depth: int) -> None:
+        for kernel in nest.pre:
+            total = f"p{kernel.index}"
+            for k in range(inner):
+                call(depth, kernel, [f"{total}_{k}"], k)
+            emit(depth, f"{total} = " + " + ".join(f"{total}_{k}" for k in range(inner)))
+            local[id(kernel.outputs[0].node)] = total
+        call(depth, nest.outer, [value(nest.outer, s) for s in lowered[nest.outer.index].sources])
+        for x, c in nest.links.items():
+            local[x] = value(nest.outer, c)
+        for kernel in nest.post:
+            for k in range(inner):
+                call(depth, kernel, [value(kernel, s, k) for s in lowered[kernel.index].sources],
+                     k)
+
+    if nest.mirror:   # i0 <= i1 only: each off-diagonal pair stands for (i0, i1) and (i1, i0)
+        rows = {(p, j) for p, j in nest.mirror.values()}
+        src = {(o.kernel.index, o.j): o.kernel.outputs[o.j].source for o in outs}
+        depth = 1
+        if parallel:
+            emit(depth, "for c in numba.prange(nc):")
+            depth += 1
+        open_level(depth, 0)
+        emit(depth, f"for i0 in range({'c, n0, nc' if parallel else 'n0'}):")
+        depth += 1
+        posts = [o for o in outs if o.kernel is not nest.outer]
+        for o in posts:
+            for k in range(inner):
+                emit(depth, f"m{o.kernel.index}_{o.j}_{k} = 0.0")
+        for diagonal in (True, False):
+            at = depth
+            if diagonal:
+                emit(at, "i1 = i0")
+            else:
+                emit(at, "for i1 in range(i0 + 1, n1):")
+                at += 1
+            body(at)
+            for o in outs:
+                if o.kernel is nest.outer:   # a sum over every pair (checked)
+                    e = value(o.kernel, o.kernel.outputs[o.j].source)
+                    emit(at, f"{locals_of(o)[0]} += {e if diagonal else f'2.0 * ({e})'}")
+                    continue
+                pi = o.kernel.index
+                for k in range(inner):
+                    e = value(o.kernel, src[(pi, o.j)], k)
+                    if (pi, o.j) in rows:   # row i0 sums over i1: a local
+                        emit(at, f"m{pi}_{o.j}_{k} += {e}")
+                        continue
+                    row = nest.mirror[(pi, o.j)]
+                    emit(at, f"{o.name}[{chunk}0, i1, {k}] += {e}")
+                    if not diagonal:   # mirrors: row i1 gets e_col(i0, i1), column i0 gets
+                        mirror = value(o.kernel, src[row], k)   # e_row(i0, i1)
+                        emit(at, f"r{row[0]}_{row[1]}[{chunk}i1, 0, {k}] += {e}")
+                        emit(at, f"m{pi}_{o.j}_{k} += {mirror}")
+        for o in posts:
+            for k in range(inner):
+                at = f"{chunk}i0, 0, {k}" if (o.kernel.index, o.j) in rows else f"{chunk}0, i0, {k}"
+                emit(depth, f"{o.name}[{at}] += m{o.kernel.index}_{o.j}_{k}")
+        close_level(depth - 1, 0)
+        return "\n".join(lines)
 
     depth = 1
     if parallel:
@@ -404,6 +477,100 @@ def nest_masks(nest: Nest, lowered) -> tuple:
         if all(z for z, s in zip(zero, lk.sources) if id(s) in needed):
             return bands, x
     return bands, None
+
+
+_ROW_VIEW = (slice(None), None, slice(None))    # P[:, None, :]
+_COL_VIEW = (None, slice(None), slice(None))    # P[None, :, :]
+
+
+def _expanded(lk, j: int):
+    env: dict = {}
+    for sym, expr in lk.replacements:
+        env[sym] = expr.xreplace(env)
+    return sp.sympify(lk.results[j]).xreplace(env)
+
+
+def _same(a, b) -> bool:
+    """Equal as expressions (``expand`` of the difference is 0; no ``simplify``)."""
+    return a == b or sp.expand(a - b) == 0
+
+
+def nest_symmetry(nest: Nest, lowered) -> dict:
+    """{(post kernel index, column output j): (post kernel index, row output j)} when the
+    nest may visit ``i0 <= i1`` only (docs/pair_sums.md, the four conditions), else {}:
+
+    1. the pair operands are one array read as ``P[:, None, :]`` and ``P[None, :, :]``
+       (every pre and post kernel reads those two views, and links only);
+    2. the pre sums are unchanged with the two operands swapped, and the outer kernel reads
+       only them and constants that are symmetric (``C == C.T``, eye and ~eye masks), so
+       each outer value is symmetric; its written outputs are sums over every pair;
+    3. each post output is a row sum (over ``i1``) or a column sum (over ``i0``), and the
+       column sums pair up with the row sums: column value at ``(i0, i1)`` = row value at
+       ``(i1, i0)`` (the operands swapped);
+    4. the loop then adds the diagonal once and each off-diagonal pair's sums twice (the
+       sums over every pair) or into both rows (``nest_source``).
+    """
+    outer = nest.outer
+    if nest.rank != 2 or outer.shape[0] != outer.shape[1] or not nest.pre or not nest.post:
+        return {}
+    views = {}
+    for k in nest.pre + nest.post:
+        for i in k.inputs:
+            if id(i) in nest.links:
+                continue
+            key = i.attrs.get("key") if i.op is S.getitem else None
+            if key not in (_ROW_VIEW, _COL_VIEW) or len(i.inputs) != 1:
+                return {}
+            views[id(i)] = (key == _COL_VIEW, i.inputs[0])
+    if len({id(base) for _, base in views.values()}) != 1 or \
+            sorted(col for col, _ in views.values()) != [False, True]:
+        return {}
+
+    def swap(lk, kernel) -> dict:
+        syms = {views[id(i)][0]: sym for sym, i in zip(lk.symbols, kernel.inputs)
+                if id(i) in views}
+        return {syms[False]: syms[True], syms[True]: syms[False]} if len(syms) == 2 else {}
+
+    for pre in nest.pre:
+        lk = lowered[pre.index]
+        sw = swap(lk, pre)
+        e = _expanded(lk, 0)
+        if not sw or not _same(e, e.xreplace(sw)):
+            return {}
+    pre_nodes = {id(p.outputs[0].node) for p in nest.pre}
+    for i in outer.inputs:
+        if id(i) in pre_nodes:
+            continue
+        value = getattr(i, "value", None)
+        mb = mask_band(i, input_access(i.dims, outer.dims).index)
+        if mb is not None and mb[0] in (("==", 0), ("!=", 0)):
+            continue
+        if value is None or np.ndim(value) != 2 or \
+                input_access(i.dims, outer.dims).index != "[i0, i1]" or \
+                not np.array_equal(value, np.asarray(value).T):
+            return {}
+    if any(tuple(o.axes) != (0, 1) for _, o in nest.written(outer)):
+        return {}
+    mirror = {}
+    for post in nest.post:
+        lk = lowered[post.index]
+        sw = swap(lk, post)
+        sources = [id(x) for x in lk.sources]
+        rows, cols = [], []
+        for j, o in enumerate(post.outputs):
+            if not o.is_reduction or tuple(o.axes) not in ((0,), (1,)):
+                return {}
+            (cols if tuple(o.axes) == (0,) else rows).append(
+                (j, _expanded(lk, sources.index(id(o.source)))))
+        if not sw or len(rows) != len(cols):
+            return {}
+        for j, e in cols:
+            match = next((r for r in rows if _same(e, r[1].xreplace(sw))), None)
+            if match is None:
+                return {}
+            rows.remove(match)
+            mirror[(post.index, j)] = (post.index, match[0])
+    return mirror
 
 
 # --- why a kernel stayed flat (for ``explain``) ----------------------------------------
