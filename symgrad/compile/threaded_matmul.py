@@ -149,8 +149,22 @@ def _run(jobs: list) -> list:
     try:
         first = _one(*jobs[0])
     finally:
-        rest = [f.result() for f in futures]
+        rest = _finish(futures, [(_one, job) for job in jobs[1:]])
     return [first] + rest
+
+
+def _finish(futures: list, calls: list) -> list:
+    """The futures' results; a job no pool thread has started yet runs here instead.
+
+    On a loaded machine a pool thread may wait milliseconds for a core; a ``prange``
+    region (OpenMP) waits for it at its barrier, which made W2's parallel call 10x its
+    serial time at load average 7 (docs/threads_and_buffers.md). Cancelling a job that has
+    not started and running it on the calling thread bounds that wait by the job itself.
+    """
+    out = []
+    for f, (fn, args) in zip(futures, calls):
+        out.append(fn(*args) if f.cancel() else f.result())
+    return out
 
 
 def run_chunks(fn, nc: int, *args) -> int:
@@ -167,5 +181,5 @@ def run_chunks(fn, nc: int, *args) -> int:
     try:
         first = fn(0, nc, *args)
     finally:
-        rest = [f.result() for f in futures]
+        rest = _finish(futures, [(fn, (c, nc, *args)) for c in range(1, nc)])
     return sum(r or 0 for r in [first] + rest)
