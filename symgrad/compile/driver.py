@@ -16,6 +16,7 @@ from .lower import LoweredKernel
 from .oprules import PARALLEL_STEP_FORMS, PLACEHOLDER, STEP_FORMS, VIEWS, S, index_text
 from .nest import NEST_MATH, Nest, nest_inputs, nest_outputs, nest_source
 from .regions import Kernel, Plan, Step
+from .threaded_matmul import CHUNKS_PER_THREAD
 from .printer import helpers_used
 from .reuse import merged_inputs, one_array, reuse_plan
 from .templates import FASTMATH, checks_trig, loop_source, quoted, split_body_source
@@ -318,8 +319,9 @@ class ModuleWriter:
     def launch(self, k: Kernel, outs: list, dims: list, args: list, parallel: bool,
                depth: int) -> None:
         i, sh = k.index, f"sh{k.index}"
-        if parallel:
-            self.emit(f"nc = min(NTHREADS, {sh}[0])", depth)
+        if parallel:   # pooled: several chunks per thread, taken in turn (run_chunks)
+            per = CHUNKS_PER_THREAD if i in self.chunk_loops else 1
+            self.emit(f"nc = min({f'{per} * ' if per > 1 else ''}NTHREADS, {sh}[0])", depth)
         allocations, names = self.allocations(k, outs), []
         for line in allocations:
             self.emit(line, depth)

@@ -167,19 +167,39 @@ def _finish(futures: list, calls: list) -> list:
     return out
 
 
-def run_chunks(fn, nc: int, *args) -> int:
-    """``fn(c, nc, *args)`` for each chunk ``c < nc`` on the pool (a kernel's ``_chunk``
-    loop, compiled with ``nogil=True``); returns the sum of what they return (a loop that
-    checks sin/cos ranges returns how many elements failed; others return None, 0).
+CHUNKS_PER_THREAD = 4
+"""A pooled kernel's rows are cut into this many chunks per thread, taken in turn by the
+caller and the pool threads: a thread the OS preempts holds back one small chunk, not
+half the work."""
+
+
+def run_chunks(fn, nc: int, *args, threads: int = 0) -> int:
+    """``fn(c, nc, *args)`` for each chunk ``c < nc``, taken in turn by the caller and up
+    to ``threads - 1`` pool threads (``threads``: default ``ceil(nc / CHUNKS_PER_THREAD)``;
+    a kernel's ``_chunk`` loop, compiled with ``nogil=True``); returns the sum of what they
+    return (a loop that checks sin/cos ranges returns how many elements failed; others
+    return None, 0). A pool thread that starts after the caller took the last chunk does
+    nothing; one that has not started is cancelled (``_finish``).
 
     >>> run_chunks(lambda c, nc, xs: xs.append(c) or c, 3, [])
     3
     """
     if nc <= 1:
         return fn(0, 1, *args) or 0
-    futures = [pool(nc - 1).submit(fn, c, nc, *args) for c in range(1, nc)]
+    helpers = min(nc, threads or -(-nc // CHUNKS_PER_THREAD)) - 1
+    taken = iter(range(nc))   # next() on it is atomic under the GIL
+
+    def work() -> int:
+        total = 0
+        for c in taken:
+            total += fn(c, nc, *args) or 0
+        return total
+
+    if helpers < 1:
+        return work()
+    futures = [pool(helpers).submit(work) for _ in range(helpers)]
     try:
-        first = fn(0, nc, *args)
+        first = work()
     finally:
-        rest = _finish(futures, [(fn, (c, nc, *args)) for c in range(1, nc)])
-    return sum(r or 0 for r in [first] + rest)
+        rest = _finish(futures, [(lambda: 0, ()) for _ in futures])
+    return first + sum(rest)
