@@ -79,3 +79,6 @@ __all__ += ["define_op"]
 # dask: compiled functions called with dask arrays (symgrad/distributed, docs/dask.md)
 from .errors import ChunkError  # noqa: E402
 __all__ += ["ChunkError"]
+# forward mode (symgrad/forward.py, symgrad/ops/jvp.py, symgrad/tape/forward.py)
+from .forward import hvp, jvp  # noqa: E402
+__all__ += ["hvp", "jvp"]
