@@ -82,3 +82,5 @@ __all__ += ["ChunkError"]
 # forward mode (symgrad/forward.py, symgrad/ops/jvp.py, symgrad/tape/forward.py)
 from .forward import hvp, jvp  # noqa: E402
 __all__ += ["hvp", "jvp"]
+from .tape.forward import ForwardAccumulator  # noqa: E402
+__all__ += ["ForwardAccumulator"]

@@ -161,8 +161,8 @@ def _transposed_jvp(node: Tensor, ins: list) -> Optional[Tensor]:
 
 
 def _refuse(tangents, out, x, message: str):
-    raise NoGradientError(f"sg.jvp: {disabled_message(message)} (prevent_gradient at "
-                          f"tensor '{out.name}')")
+    raise NoGradientError(f"forward mode (sg.jvp, sg.ForwardAccumulator): "
+                          f"{disabled_message(message)} (prevent_gradient at '{out.name}')")
 
 
 JVP_RULES.setdefault(PREVENT_GRADIENT, _refuse)

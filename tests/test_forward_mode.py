@@ -62,41 +62,53 @@ def _clipped_square(x):
     return x * x, grad
 
 
-CASES = {
-    "arithmetic": lambda: [sg.sin(X) * sg.exp(Z) + X / (Z * Z + 1.0) - X ** 3],
-    "kinks": lambda: [sg.abs(X) + sg.relu(Z) + sg.maximum(X, Z) + sg.minimum(X, 0.3)],
-    "where": lambda: [sg.where(X > 0, sg.log(sg.abs(X) + 1e-3), X * Z)],
-    "pow_atan2": lambda: [sg.pow(sg.abs(X) + 0.5, Z) + sg.arctan2(X, Z + 3.0)],
-    "smooth": lambda: [sg.sigmoid(X) + sg.softplus(Z) + sg.erf(X) + sg.tanh(Z) * sg.cosh(X)],
-    "v2_elementwise": lambda: [sg.mul_no_nan(X, Z) + sg.div_no_nan(X, Z) + sg.xlogy(
-        X, sg.abs(Z) + 0.5) + sg.hypot(X, Z) + sg.logaddexp(X, Z) + sg.gelu(X)],
-    "composites": lambda: [sg.softmax(X), sg.log_softmax(Z, axis=0),
-                           sg.reduce_logsumexp(X, axis=1), sg.norm(Z, axis=0),
-                           sg.clip_by_value(X, -0.5, 0.5), sg.reduce_std(X)],
-    "reductions": lambda: [sg.reduce_sum(X * Z, axis=1), sg.reduce_mean(X, axis=0,
-                                                                          keepdims=True),
-                           sg.reduce_prod(Z, axis=1), sg.reduce_prod(X),
-                           sg.reduce_max(X, axis=0), sg.reduce_min(Z * X)],
-    "contractions": lambda: [sg.matmul(X, S), X @ V, sg.einsum("ij,kj->ik", X, Z),
-                             sg.einsum("ii->i", S), sg.tensordot(X, S, 1),
-                             sg.einsum("ij,jk,k->i", X, S, V)],
-    "slicing": lambda: [X[1:, ::2], X[:, 1], Z[[2, 0, 2]], sg.gather(Z, [1, 1, 0], axis=1),
-                        sg.reshape(X, (4, 3)), sg.transpose(Z), X.T @ Z],
-    "layout": lambda: [sg.concat([X, Z], axis=1), sg.stack([X, Z], axis=-1),
-                       sg.unstack(X)[1], sg.split(Z, 2, axis=1)[1],
-                       sg.squeeze(sg.expand_dims(X, 0)), sg.broadcast_to(V, (3, 4)),
-                       sg.tile(X, (2, 1)), sg.pad(Z, [[1, 0], [0, 2]], constant_values=3.0),
-                       sg.reverse(X, axis=1), sg.roll(Z, 1, axis=0)],
-    "band": lambda: [sg.tril(S), sg.triu(S, 1), sg.diag(V), sg.diag_part(S), sg.trace(S)],
-    "scans": lambda: [sg.cumsum(X, axis=1), sg.cumprod(Z, axis=1),
-                      sg.cumprod(X, axis=0, exclusive=True),
-                      sg.cumprod(Z, axis=1, reverse=True),
-                      sg.cumprod(X, axis=1, exclusive=True, reverse=True),
-                      sg.cumsum(Z, axis=0, exclusive=True, reverse=True)],
-    "cast": lambda: [sg.cast(sg.cast(X, "float32") * 2.0, "float64") + sg.cast(
-        sg.floor(Z), "float64") + sg.stop_gradient(Z)],
-    "custom_gradient": lambda: [_clipped_square(X) * Z],
-    "define_op": lambda: [sg.define_op("bump", lambda a, b: a * sp.exp(-b ** 2))(X, Z)],
+BUMP = sg.define_op("bump", lambda a, b: a * sp.exp(-b ** 2))
+
+CASES = {  # each: (x, z, s, v) -> list of outputs; run on placeholders and on Variables
+    "arithmetic": lambda x, z, s, v: [
+        sg.sin(x) * sg.exp(z) + x / (z * z + 1.0) - x ** 3],
+    "kinks": lambda x, z, s, v: [
+        sg.abs(x) + sg.relu(z) + sg.maximum(x, z) + sg.minimum(x, 0.3)],
+    "where": lambda x, z, s, v: [
+        sg.where(x > 0, sg.log(sg.abs(x) + 1e-3), x * z)],
+    "pow_atan2": lambda x, z, s, v: [
+        sg.pow(sg.abs(x) + 0.5, z) + sg.arctan2(x, z + 3.0)],
+    "smooth": lambda x, z, s, v: [
+        sg.sigmoid(x) + sg.softplus(z) + sg.erf(x) + sg.tanh(z) * sg.cosh(x)],
+    "v2_elementwise": lambda x, z, s, v: [
+        sg.mul_no_nan(x, z) + sg.div_no_nan(x, z) + sg.xlogy(x, sg.abs(z) + 0.5)
+        + sg.hypot(x, z) + sg.logaddexp(x, z) + sg.gelu(x)],
+    "composites": lambda x, z, s, v: [
+        sg.softmax(x), sg.log_softmax(z, axis=0), sg.reduce_logsumexp(x, axis=1),
+        sg.norm(z, axis=0), sg.clip_by_value(x, -0.5, 0.5), sg.reduce_std(x)],
+    "reductions": lambda x, z, s, v: [
+        sg.reduce_sum(x * z, axis=1), sg.reduce_mean(x, axis=0, keepdims=True),
+        sg.reduce_prod(z, axis=1), sg.reduce_prod(x), sg.reduce_max(x, axis=0),
+        sg.reduce_min(z * x)],
+    "contractions": lambda x, z, s, v: [
+        sg.matmul(x, s), x @ v, sg.einsum("ij,kj->ik", x, z), sg.einsum("ii->i", s),
+        sg.tensordot(x, s, 1), sg.einsum("ij,jk,k->i", x, s, v)],
+    "slicing": lambda x, z, s, v: [
+        x[1:, ::2], x[:, 1], z[[2, 0, 2]], sg.gather(z, [1, 1, 0], axis=1),
+        sg.reshape(x, (4, 3)), sg.transpose(z), x.T @ z],
+    "layout": lambda x, z, s, v: [
+        sg.concat([x, z], axis=1), sg.stack([x, z], axis=-1), sg.unstack(x)[1],
+        sg.split(z, 2, axis=1)[1], sg.squeeze(sg.expand_dims(x, 0)),
+        sg.broadcast_to(v, (3, 4)), sg.tile(x, (2, 1)),
+        sg.pad(z, [[1, 0], [0, 2]], constant_values=3.0), sg.reverse(x, axis=1),
+        sg.roll(z, 1, axis=0)],
+    "band": lambda x, z, s, v: [
+        sg.tril(s), sg.triu(s, 1), sg.diag(v), sg.diag_part(s), sg.trace(s)],
+    "scans": lambda x, z, s, v: [
+        sg.cumsum(x, axis=1), sg.cumprod(z, axis=1), sg.cumprod(x, axis=0, exclusive=True),
+        sg.cumprod(z, axis=1, reverse=True),
+        sg.cumprod(x, axis=1, exclusive=True, reverse=True),
+        sg.cumsum(z, axis=0, exclusive=True, reverse=True)],
+    "cast": lambda x, z, s, v: [
+        sg.cast(sg.cast(x, "float32") * 2.0, "float64") + sg.cast(sg.floor(z), "float64")
+        + sg.stop_gradient(z)],
+    "custom_gradient": lambda x, z, s, v: [_clipped_square(x) * z],
+    "define_op": lambda x, z, s, v: [BUMP(x, z)],
 }
 
 
@@ -106,13 +118,14 @@ def _feed():
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_jvp_matches_vjp(case):
-    assert_identity(CASES[case](), [X, Z, S, V], _feed(), rtol=1e-5 if case == "cast" else 1e-9)
+    rtol = 1e-5 if case == "cast" else 1e-9  # float32 rounding in "cast"
+    assert_identity(CASES[case](X, Z, S, V), [X, Z, S, V], _feed(), rtol=rtol)
 
 
 def test_jvp_of_gradient_graph_matches_vjp():
     """The gradient graph (getitem_grad, unbroadcast, gather_grad, tile_grad, concat_part,
     diag_fill, prod_others, linrec, shift, expr nodes...) has forward rules too."""
-    ys = [y for case in CASES.values() for y in case()]
+    ys = [y for case in CASES.values() for y in case(X, Z, S, V)]
     total = sum(sg.reduce_sum(y * y) for y in ys)
     grads = sg.gradients(total, [X, Z, S, V])
     assert_identity(grads, [X, Z, S, V], _feed(), rtol=1e-8)
@@ -120,7 +133,7 @@ def test_jvp_of_gradient_graph_matches_vjp():
 
 def test_jvp_against_finite_differences():
     feed = _feed()
-    ys = CASES["arithmetic"]() + CASES["scans"]() + CASES["contractions"]()
+    ys = [y for case in ("arithmetic", "scans", "contractions") for y in CASES[case](X, Z, S, V)]
     xs = [X, Z, S, V]
     vs = [RNG.standard_normal(np.shape(feed[x])) for x in xs]
     eps = 1e-6
@@ -229,9 +242,9 @@ def test_tangent_of_an_intermediate_x_adds_to_the_flowing_one():
 @pytest.mark.parametrize("target", ["cpu", "parallel"])
 def test_compiled_jvp_matches_evaluate(target):
     feed = _feed()
-    ys = CASES["arithmetic"]() + CASES["reductions"]() + CASES["slicing"]()
+    ys = [y for case in ("arithmetic", "reductions", "slicing") for y in CASES[case](X, Z, S, V)]
     if target == "cpu":
-        ys += CASES["scans"]() + CASES["where"]()
+        ys += CASES["scans"](X, Z, S, V) + CASES["where"](X, Z, S, V)
     xs = [X, Z, S, V]
     vs = [sg.placeholder(f"t{k}", shape=x.shape) for k, x in enumerate(xs)]
     tangents = sg.jvp(ys, xs, vs)
@@ -279,5 +292,135 @@ def test_unconnected_policies():
 
 
 def test_prevent_gradient_raises_lookup_error():
-    with pytest.raises(LookupError, match="sg.jvp: Gradient explicitly disabled. Reason: no"):
+    with pytest.raises(LookupError, match=r"sg.jvp.*Gradient explicitly disabled. Reason: no"):
         sg.jvp([sg.prevent_gradient(X * 2.0, "no")], [X], [np.ones((3, 4))])
+
+
+# --- sg.ForwardAccumulator (eager) ----------------------------------------------------------
+def _eager_sides(fn, arrays, seed=0):
+    """(<J v, w>, <v, J^T w>) with the accumulator and the tape on Variables."""
+    rng = np.random.default_rng(seed)
+    variables = [sg.Variable(a, name=f"x{k}") for k, a in enumerate(arrays)]
+    floats = [v for v in variables if v.dtype.kind == "f"]
+    vs = [rng.standard_normal(v.shape).astype(v.dtype) for v in floats]
+    with np.errstate(all="ignore"):
+        with sg.GradientTape() as tape:
+            with sg.ForwardAccumulator(floats, vs) as acc:
+                ys = [y for y in fn(*variables) if y.dtype.kind == "f"]
+        ws = [rng.standard_normal(y.shape).astype(y.dtype) for y in ys]
+        jv = acc.jvp(ys, unconnected_gradients="zero")
+        vj = tape.gradient(ys, floats, output_gradients=ws)
+    return _dot([np.asarray(t) for t in jv], ws), _dot(
+        [None if g is None else np.asarray(g) for g in vj], vs), jv
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_accumulator_matches_tape_and_graph(case):
+    feed = _feed()
+    arrays = [feed[X], feed[Z], feed[S], feed[V]]
+    lhs, rhs, jv = _eager_sides(CASES[case], arrays)
+    assert np.isclose(lhs, rhs, rtol=1e-5 if case == "cast" else 1e-9, atol=1e-9)
+    rng = np.random.default_rng(0)  # the same tangents as _eager_sides
+    vs = [rng.standard_normal(a.shape) for a in arrays]
+    graph = sg.evaluate(sg.jvp(CASES[case](X, Z, S, V), [X, Z, S, V], vs), feed)
+    for a, b in zip(jv, graph):
+        np.testing.assert_allclose(np.asarray(a), b, rtol=1e-5 if case == "cast" else 1e-9,
+                                   atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_accumulator_matches_tape_on_random_programs(seed):
+    program = generate(seed)
+    scope = program.namespace()
+    if not any(a.dtype.kind == "f" for a in scope["arrays"]()):
+        pytest.skip("no float input")
+    lhs, rhs, _ = _eager_sides(scope["fn"], scope["arrays"](), seed)
+    if not (np.isfinite(lhs) and np.isfinite(rhs)):
+        assert np.isfinite(lhs) == np.isfinite(rhs), (lhs, rhs)
+        return
+    rtol = 2e-4 if "float32" in program.source() else 1e-7
+    assert np.isclose(lhs, rhs, rtol=rtol, atol=1e-7), (lhs, rhs, program.source())
+
+
+def _eager_loss(x):
+    return sg.reduce_sum(sg.sin(x) * sg.cumprod(x)) + sg.reduce_logsumexp(x * x)
+
+
+def _dense_hessian(value):
+    x = sg.placeholder("xh", shape=value.shape)
+    (h,) = sg.hessians(_eager_loss(x), x)
+    return sg.evaluate(h, {x: value})
+
+
+def test_nested_accumulators_give_hessian_products():
+    value, u, v = _value(4), RNG.standard_normal(4), RNG.standard_normal(4)
+    x = sg.Variable(value)
+    with sg.ForwardAccumulator(x, v) as outer:
+        with sg.ForwardAccumulator(x, u) as inner:
+            y = _eager_loss(x)
+        first = inner.jvp(y)
+    assert outer.jvp(y) is not None
+    assert inner.jvp(outer.jvp(y)) is None  # inner never sees the outer's tangents
+    np.testing.assert_allclose(float(outer.jvp(first)), u @ _dense_hessian(value) @ v,
+                               rtol=1e-10)
+
+
+def test_forward_over_backward_and_backward_over_forward():
+    value, v = _value(4), RNG.standard_normal(4)
+    dense = _dense_hessian(value)
+    x = sg.Variable(value)
+    with sg.ForwardAccumulator(x, v) as acc:  # the jvp of the tape's gradient
+        with sg.GradientTape() as tape:
+            y = _eager_loss(x)
+        grad = tape.gradient(y, x)
+    np.testing.assert_allclose(acc.jvp(grad).numpy(), dense @ v, rtol=1e-10)
+    with sg.GradientTape() as tape:  # the gradient of the jvp
+        with sg.ForwardAccumulator(x, v) as acc:
+            y = _eager_loss(x)
+        tangent = acc.jvp(y)
+    np.testing.assert_allclose(tape.gradient(tangent, x).numpy(), dense @ v, rtol=1e-10)
+
+
+def test_accumulator_watches_only_its_primals_inside():
+    x, z = sg.Variable([1.0, 2.0]), sg.Variable([3.0, 4.0])
+    before = x * 2.0
+    with sg.ForwardAccumulator(x, [1.0, 1.0]) as acc:
+        y = x * z
+        w = z * 2.0
+        n = sg.cast(x, "int64")
+    after = x * 3.0
+    np.testing.assert_array_equal(acc.jvp(y).numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(acc.jvp(x).numpy(), [1.0, 1.0])
+    assert acc.jvp(before) is None and acc.jvp(after) is None and acc.jvp(w) is None
+    assert acc.jvp(n) is None
+    np.testing.assert_array_equal(acc.jvp([w], unconnected_gradients="zero")[0].numpy(),
+                                  [0.0, 0.0])
+    with pytest.raises(sg.UnconnectedGradientError):
+        acc.jvp(w, unconnected_gradients="raise")
+
+
+def test_accumulator_on_eager_tensors_and_custom_gradient():
+    t = sg.Variable([0.5, 2.0]) * 1.0  # an eager tensor, not a Variable
+    with sg.ForwardAccumulator(t, np.array([1.0, 1.0])) as acc:
+        y = _clipped_square(t)
+    np.testing.assert_allclose(acc.jvp(y).numpy(), [1.0, 2.0])  # grad_fn: 2 min(t, 1)
+
+
+def test_accumulator_errors():
+    x = sg.Variable([1.0, 2.0], name="x")
+    with pytest.raises(ValueError, match=r"sg.ForwardAccumulator: tangents\[0\] has shape "
+                                         r"\(3,\) but primals\[0\] 'x' has shape \(2,\)"):
+        sg.ForwardAccumulator(x, np.ones(3))
+    with pytest.raises(TypeError, match="float primals"):
+        sg.ForwardAccumulator(sg.Variable([1, 2]), [1, 1])
+    with pytest.raises(TypeError, match="symbolic Tensor"):
+        sg.ForwardAccumulator(X, np.ones((3, 4)))
+    with pytest.raises(ValueError, match="2 tangents for 1 primals"):
+        sg.ForwardAccumulator([x], [np.ones(2), np.ones(2)])
+    acc = sg.ForwardAccumulator(x, [1.0, 0.0])
+    with acc:
+        with pytest.raises(sg.TapeError, match="already active"):
+            acc.__enter__()
+    with pytest.raises(LookupError, match="Gradient explicitly disabled"):
+        with sg.ForwardAccumulator(x, [1.0, 0.0]):
+            sg.prevent_gradient(x * 2.0, "no")
