@@ -445,3 +445,13 @@ def test_every_differentiable_elementwise_op_matches_vjp():
         assert np.isclose(lhs, rhs, rtol=1e-9, atol=1e-9), op.name
         checked += 1
     assert checked > 50
+
+
+def test_docs_page_examples_run():
+    from tests.test_docs import python_blocks
+
+    blocks = python_blocks("docs/forward_mode.md")
+    assert len(blocks) == 3
+    namespace: dict = {"__name__": "__docs__"}
+    for line, code in blocks:
+        exec(compile(code, f"docs/forward_mode.md:{line}", "exec"), namespace)  # noqa: S102
