@@ -79,7 +79,7 @@ def _tangent(api: str, x: Any, k: int, value: Any) -> Tensor:
                             f"{exc}") from exc
     if not tangent_shape_ok(tuple(tangent.shape), tuple(x.shape)):
         raise ShapeError(f"{api}: tangents[{k}] has shape {format_shape(tangent.shape)} but "
-                         f"xs[{k}] {describe(x)} has shape {format_shape(x.shape)}; a tangent "
+                         f"xs[{k}] '{x.name}' has shape {format_shape(x.shape)}; a tangent "
                          "must have exactly its primal's shape")
     return tangent
 

@@ -238,6 +238,24 @@ def test_tangent_of_an_intermediate_x_adds_to_the_flowing_one():
     assert float(sg.evaluate(t, {x: 2.0})) == pytest.approx(3.0 * (4.0 + 10.0))
 
 
+def test_unknown_dims_and_selected_branches():
+    x = sg.placeholder("xu", shape=(None, 3))
+    t = sg.placeholder("tu", shape=(None, 3))
+    (d,) = sg.jvp([sg.reduce_sum(x * x, axis=1)], [x], [t])
+    assert d.shape == (None,)
+    np.testing.assert_array_equal(sg.evaluate(d, {x: np.ones((2, 3)), t: np.ones((2, 3))}),
+                                  [6.0, 6.0])
+    # where() selects the tangent: the infinite/nan tangent of sqrt at 0 and below is not
+    # multiplied by 0 (TF's select), on graphs and on the accumulator
+    w = sg.placeholder("w", shape=(3,))
+    (d,) = sg.jvp([sg.where(w > 0, sg.sqrt(w), 0.0)], [w], [np.ones(3)])
+    np.testing.assert_array_equal(sg.evaluate(d, {w: [-1.0, 0.0, 4.0]}), [0.0, 0.0, 0.25])
+    v = sg.Variable([-1.0, 0.0, 4.0])
+    with np.errstate(all="ignore"), sg.ForwardAccumulator(v, np.ones(3)) as acc:
+        y = sg.where(v > 0, sg.sqrt(v), 0.0)
+    np.testing.assert_array_equal(acc.jvp(y).numpy(), [0.0, 0.0, 0.25])
+
+
 # --- compiled functions ----------------------------------------------------------------------
 @pytest.mark.parametrize("target", ["cpu", "parallel"])
 def test_compiled_jvp_matches_evaluate(target):
