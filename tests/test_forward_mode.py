@@ -171,7 +171,7 @@ def test_transposition_fallback_covers_ops_without_rules(monkeypatch):
 
 @pytest.mark.parametrize("seed", range(24))
 def test_jvp_matches_vjp_on_random_programs(seed):
-    program = generate(seed)
+    program = generate(seed, n_ops=12)
     scope = program.namespace()
     xs, arrays = scope["placeholders"](), scope["arrays"]()
     ys = [y for y in scope["fn"](*xs) if y.dtype.kind == "f"]
@@ -273,6 +273,28 @@ def test_compiled_jvp_matches_evaluate(target):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("seed, target", [(13, "cpu"), (21, "cpu"), (28, "parallel")])
+def test_compiled_jvp_of_random_programs(seed, target):
+    program = generate(seed, n_ops=16)
+    scope = program.namespace()
+    xs, arrays = scope["placeholders"](), scope["arrays"]()
+    ys = [y for y in scope["fn"](*xs) if y.dtype.kind == "f"]
+    pairs = [(x, a) for x, a in zip(xs, arrays) if x.dtype.kind == "f"]
+    assert ys and pairs, "pick a seed with float inputs and outputs"
+    ts = [sg.placeholder(f"t{k}", shape=x.shape, dtype=x.dtype) for k, (x, _) in
+          enumerate(pairs)]
+    tangents = sg.jvp(ys, [x for x, _ in pairs], ts)
+    values = [np.random.default_rng(seed).standard_normal(a.shape).astype(a.dtype)
+              for _, a in pairs]
+    feed = {**dict(zip(xs, arrays)), **dict(zip(ts, values))}
+    with np.errstate(all="ignore"):
+        want = sg.evaluate(tangents, feed)
+        got = sg.function(xs + ts, tangents, target=target)(*(arrays + values))
+    rtol = 2e-4 if "float32" in program.source() else 1e-9
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=1e-9)
+
+
 # --- errors and policies ------------------------------------------------------------------------
 def test_tangent_shape_mismatch_is_a_value_error():
     with pytest.raises(ValueError, match=r"sg.jvp: tangents\[0\] has shape \(4,\) but xs\[0\] "
@@ -348,7 +370,7 @@ def test_accumulator_matches_tape_and_graph(case):
 
 @pytest.mark.parametrize("seed", range(12))
 def test_accumulator_matches_tape_on_random_programs(seed):
-    program = generate(seed)
+    program = generate(seed, n_ops=12)
     scope = program.namespace()
     if not any(a.dtype.kind == "f" for a in scope["arrays"]()):
         pytest.skip("no float input")
