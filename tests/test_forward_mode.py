@@ -151,9 +151,25 @@ def test_every_differentiable_op_has_a_forward_rule():
                if op.kind == "structural" and op.differentiable
                and op not in JVP_RULES and op.vjp is None]
     assert missing == []
-    fallback = sorted(name for name, op in REGISTRY.items() if op.kind == "structural"
-                      and op.differentiable and op not in JVP_RULES)
-    assert fallback == ["custom_gradient"]
+    assert REGISTRY["custom_gradient"] not in JVP_RULES  # the fallback's own test case
+
+
+EXAMPLES = [(name, k) for name, op in sorted(REGISTRY.items())
+            if op.kind == "structural" and op.public and op.differentiable
+            for k in range(len(op.examples))]
+
+
+@pytest.mark.parametrize("name, k", EXAMPLES)
+def test_registry_examples_match_vjp(name, k):
+    """Every structural op's declared examples (ops added later included, with a forward
+    rule or through the fallback)."""
+    ex = REGISTRY[name].examples[k]
+    public = getattr(sg, ex.public or name)
+    xs = [sg.placeholder(f"r{j}", shape=shape) for j, shape in enumerate(ex.shapes)]
+    out = public(list(xs), **ex.kwargs) if ex.listed else public(*xs, **ex.kwargs)
+    ys = list(out) if isinstance(out, (list, tuple)) else [out]
+    feed = {x: np.random.default_rng(j).uniform(0.5, 1.5, x.shape) for j, x in enumerate(xs)}
+    assert_identity(ys, xs, feed)
 
 
 def test_transposition_fallback_covers_ops_without_rules(monkeypatch):

@@ -133,7 +133,7 @@ _defjvp(S.prod_others, _prod_others_jvp)
 
 
 # --- scans: exact at zeros (no division), every order -----------------------------------------
-def _previous(axis: int, reverse: bool) -> int:
+def _previous(reverse: bool) -> int:
     """The ``shift`` step that brings the previous entry in scan order to each place."""
     return -1 if reverse else 1
 
@@ -143,7 +143,7 @@ def _cumprod_jvp(tangents, out, x, axis, exclusive, reverse):
     exclusive scan's tangent is the inclusive one shifted by one place."""
     excl = F.cumprod(x, axis, exclusive=True, reverse=reverse)
     inclusive = F.linrec(x, tangents[0] * excl, axis, reverse=reverse)
-    return F.shift(inclusive, axis, _previous(axis, reverse)) if exclusive else inclusive
+    return F.shift(inclusive, axis, _previous(reverse)) if exclusive else inclusive
 
 
 def _linrec_jvp(tangents, out, a, b, axis, reverse):
@@ -151,7 +151,7 @@ def _linrec_jvp(tangents, out, a, b, axis, reverse):
     t_a, t_b = tangents
     drive = t_b
     if t_a is not None:
-        term = t_a * F.shift(out, axis, _previous(axis, reverse))
+        term = t_a * F.shift(out, axis, _previous(reverse))
         drive = term if drive is None else drive + term
     if drive is None:
         return None
