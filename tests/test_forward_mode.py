@@ -289,7 +289,7 @@ def test_compiled_jvp_matches_evaluate(target):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("seed, target", [(13, "cpu"), (21, "cpu"), (28, "parallel")])
+@pytest.mark.parametrize("seed, target", [(13, "cpu"), (28, "parallel")])
 def test_compiled_jvp_of_random_programs(seed, target):
     program = generate(seed, n_ops=16)
     scope = program.namespace()
