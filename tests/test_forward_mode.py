@@ -511,3 +511,23 @@ def test_docs_page_examples_run():
     namespace: dict = {"__name__": "__docs__"}
     for line, code in blocks:
         exec(compile(code, f"docs/forward_mode.md:{line}", "exec"), namespace)  # noqa: S102
+
+
+@pytest.mark.cuda
+def test_cuda_target_hvp_and_jvp():
+    """target="cuda" (the simulator without a GPU): tiny sizes."""
+    import os
+
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
+        from numba import cuda
+        if not cuda.is_available():
+            pytest.skip("no GPU and NUMBA_ENABLE_CUDASIM is not 1")
+    x = sg.placeholder("xc", shape=(8,))
+    v = sg.placeholder("vc", shape=(8,))
+    f = _rosenbrock(x) + sg.reduce_max(sg.sin(x))
+    outputs = [sg.hvp(f, x, v)] + sg.jvp([sg.cumprod(x) * sg.exp(x)], [x], [v])
+    value, direction = _value(8), RNG.standard_normal(8)
+    got = sg.function([x, v], outputs, target="cuda")(value, direction)
+    want = sg.evaluate(outputs, {x: value, v: direction})
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
