@@ -124,9 +124,11 @@ def _tangent(primal: Any, k: int, value: Any) -> EagerTensor:
                          f"{primal.dtype.name}; forward mode watches float primals only")
     if isinstance(value, (EagerTensor, Variable)):
         tangent = as_eager(value)
-        if tangent.dtype != primal.dtype:
-            raise DTypeError(f"{API}: tangents[{k}] has dtype {tangent.dtype.name} but "
-                             f"primals[{k}] '{primal.name}' has dtype {primal.dtype.name}")
+        if not is_floating(tangent.dtype):
+            raise DTypeError(f"{API}: tangents[{k}] has dtype {tangent.dtype.name}; pass a "
+                             f"{primal.dtype.name} tangent")
+        if tangent.dtype != primal.dtype:  # as sg.jvp: a float tangent takes the primal's
+            tangent = F.cast(tangent, primal.dtype)
     else:
         if isinstance(value, Tensor):
             raise EagerMixError(f"{API}: tangents[{k}] is the symbolic Tensor "
