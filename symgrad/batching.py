@@ -68,6 +68,23 @@ def expand_to(x: Tensor, rank: int) -> Tensor:
 
 def broadcast_batch(x: Tensor, k: int) -> Tensor:
     """An unbatched x repeated along a new leading axis of length k (any dims None)."""
+    key = (id(x), k)
+    if key in _BROADCASTS:
+        return _BROADCASTS[key][1]
+    if is_fully_known(x.shape):
+        out = LA.broadcast_to(F.expand_dims(x, (0,)), (k,) + tuple(x.shape))
+    else:
+        out = _broadcast_dynamic(x, k)
+    _BROADCASTS[key] = (x, out)  # x kept alive: its id is not reused while cached
+    return out
+
+
+# broadcast_batch's results during one batch_graph call (shared by every rule that needs
+# the same tensor batched, e.g. the ``like`` of several scatters)
+_BROADCASTS: dict = {}
+
+
+def _broadcast_dynamic(x: Tensor, k: int) -> Tensor:
     zeros = constant(np.zeros((k,) + (1,) * x.ndim, dtype=x.dtype))
     lead = F.expand_dims(x, (0,))
     return F.logical_or(lead, zeros) if is_bool(x.dtype) else F.add(lead, zeros)
@@ -309,6 +326,15 @@ def batch_graph(outputs: list, replace: dict, k: int) -> list:
     batched tensor (leading axis k). Returns ``(tensor, is_batched)`` per output (None
     stays None); unbatched results do not depend on any stand-in."""
     new: dict = {key: (value, True) for key, (_, value) in replace.items()}
+    _BROADCASTS.clear()
+    try:
+        _walk(outputs, new, k)
+    finally:
+        _BROADCASTS.clear()
+    return [None if o is None else new.get(id(o), (o, False)) for o in outputs]
+
+
+def _walk(outputs: list, new: dict, k: int) -> None:
     for node in topological_order([o for o in outputs if o is not None]):
         if id(node) in new or not node.inputs:
             continue
@@ -323,7 +349,6 @@ def batch_graph(outputs: list, replace: dict, k: int) -> list:
             new[id(node)] = (_same(node, args), False)
         else:
             new[id(node)] = (rule_for(node.op)(node, args, flags, k), True)
-    return [None if o is None else new.get(id(o), (o, False)) for o in outputs]
 
 
 def _batched_seed(y: Tensor, index: int, grad_y: Any) -> Tensor:
