@@ -394,7 +394,7 @@ def batched_gradients(ys: list, xs: list, grad_ys: Any, name: Optional[str] = "g
                          f"{len(ys)}; pass one entry per y")
     seeds = [_batched_seed(y, j, g) for j, (y, g) in enumerate(zip(ys, grad_list))]
     k = _batch_size(seeds)
-    stand_ins = [placeholder("batch_seed", y.shape, y.dtype) for y in ys]
+    stand_ins = [placeholder(f"batch_seed_{j}", y.shape, y.dtype) for j, y in enumerate(ys)]
     grads = gradients(ys, xs, grad_ys=stand_ins, name=name, stop_gradients=stop_gradients,
                       **kwargs)
     replace = {id(s): (s, F.cast(b, s.dtype) if b.dtype != s.dtype else b)

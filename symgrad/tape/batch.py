@@ -66,7 +66,7 @@ def _replay(records: list, target: EagerTensor, sources: list) -> Optional[tuple
         for inp in rec.inputs:
             key = key_of(inp) if key_of(inp) in keys else inp._id
             if key not in sym:
-                ph = placeholder("recorded", tuple(inp.shape), inp.dtype)
+                ph = placeholder(f"recorded_{len(feed)}", tuple(inp.shape), inp.dtype)
                 feed[ph] = inp
                 sym[key] = ph
             tensors.append(sym[key])
