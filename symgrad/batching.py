@@ -401,7 +401,10 @@ def batched_gradients(ys: list, xs: list, grad_ys: Any, name: Optional[str] = "g
                for s, b in zip(stand_ins, seeds)}
     with name_scope(name):
         out = batch_graph(grads, replace, k)
-        return [_finish(x, j, r, k, policy) for j, (x, r) in enumerate(zip(xs, out))]
+        try:
+            return [_finish(x, j, r, k, policy) for j, (x, r) in enumerate(zip(xs, out))]
+        finally:
+            _BROADCASTS.clear()
 
 
 def _finish(x: Tensor, index: int, result: Optional[tuple], k: int, policy) -> Optional[Tensor]:
