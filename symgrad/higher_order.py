@@ -45,9 +45,11 @@ def _static_shape(t: Tensor, api: str, what: str) -> tuple:
 
 
 def identity_seeds(y: Tensor) -> Tensor:
-    """The k = y.size one-hot seeds of y as one constant of shape ``(k,) + y.shape``."""
+    """The k = y.size one-hot seeds of y, shape ``(k,) + y.shape`` (a ``one_hot`` of
+    ``arange(k)``: the graph holds k integers, not a k-by-k constant)."""
     k = int(np.prod(y.shape, dtype=np.int64))
-    return constant(np.eye(k, dtype=y.dtype).reshape((k,) + tuple(y.shape)))
+    eye = F.one_hot(constant(np.arange(k, dtype=np.int64)), k, dtype=y.dtype)
+    return F.reshape(eye, (k,) + tuple(y.shape))
 
 
 def _unconnected(x: Tensor, y_shape: tuple, policy, api: str, k: int) -> Optional[Tensor]:
