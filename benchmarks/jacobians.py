@@ -1,13 +1,17 @@
 """Dense Jacobians and Hessians: cold compile + first call and per-call time (issue 17).
 
-    python benchmarks/jacobians.py [--n 16,64,128] [--json benchmarks/results/jacobians.json]
+    python benchmarks/jacobians.py [--n 16,64,128] [--rows 16,64]
+                                   [--json benchmarks/results/jacobians.json]
                                    [--chart benchmarks/results/jacobians.png]
 
 Function: ``y = sin(x[1:]) * x[:-1]**2 + exp(-x[1:])``; the dense Jacobian ``dy/dx``
 (``sg.jacobian``) and the Hessian of ``reduce_sum(y)`` (``sg.hessians``). Each case runs in
 a fresh subprocess with an empty ``SYMGRAD_CACHE_DIR``: ``cold`` is graph + ``sg.function``
-+ first call (numba compiles there), ``per call`` the best of repeated calls. A JAX column
-(``jit(jacfwd)`` / ``jit(hessian)``) is added when jax imports.
++ first call (numba compiles there), ``per call`` the best of repeated calls. Cold is
+shown as wall and process CPU seconds (the machines this runs on are often shared: CPU
+time is the steadier figure). A JAX column (``jit(jacfwd)`` / ``jit(hessian)``) is added
+when jax imports. ``--rows N,..`` adds the per-row construction that ``sg.jacobian`` used
+before (one ``sg.gradients`` per output entry, stacked) for comparison in the same run.
 
 Other modules add rows: build ``Case`` objects naming a builder ``module:function(sg, n)``
 that returns ``(inputs, outputs, arrays)`` (and optionally a JAX builder), append them to a
@@ -68,6 +72,18 @@ def build_hessian(sg, n: int):
     return [x], h, [x0(n)]
 
 
+def build_jacobian_rows(sg, n: int):
+    """The former construction: one one-hot-seeded sweep per entry of y, stacked."""
+    x = sg.placeholder("x", shape=(n,))
+    y = _y(sg, x)
+    rows = []
+    for k in range(n - 1):
+        seed = np.zeros(n - 1)
+        seed[k] = 1
+        rows.append(sg.gradients(y, [x], grad_ys=[seed])[0])
+    return [x], sg.stack(rows), [x0(n)]
+
+
 def _jax_y(jnp, x):
     return jnp.sin(x[1:]) * x[:-1] ** 2 + jnp.exp(-x[1:])
 
@@ -116,7 +132,7 @@ def child(builder: str, n: int) -> dict:
     import symgrad as sg
     from symgrad.graph.traversal import topological_order
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     inputs, outputs, arrays = _resolve(builder)(sg, n)
     built = time.perf_counter()
     f = sg.function(inputs, outputs)
@@ -124,7 +140,8 @@ def child(builder: str, n: int) -> dict:
     f(*arrays)
     first = time.perf_counter()
     outs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
-    return {"cold_s": first - start, "build_s": built - start,
+    cold_cpu = time.process_time() - cpu
+    return {"cold_s": first - start, "cold_cpu_s": cold_cpu, "build_s": built - start,
             "function_s": compiled - built, "first_call_s": first - compiled,
             "per_call_s": best_call(f, arrays),
             "nodes": len(topological_order([o for o in outs if isinstance(o, sg.Tensor)]))}
@@ -178,15 +195,16 @@ def _fmt(seconds, unit: str = "s") -> str:
 
 
 def format_table(rows: list) -> str:
-    head = ("| case | n | nodes | cold sg.function + first call | per call | JAX cold | "
-            "JAX per call | cold target |")
+    head = ("| case | n | nodes | cold sg.function + first call (wall / CPU) | per call | "
+            "JAX cold | JAX per call | cold target |")
     lines = [head, "|" + "---|" * 8]
     for r in rows:
         met = {True: "met", False: "NOT met", None: "-"}[r.get("cold_met")]
         target = "-" if r.get("target_cold_s") is None else f"≤ {r['target_cold_s']:g} s: {met}"
         err = f" ({r['error']})" if "error" in r else ""
         lines.append(f"| {r['name']}{err} | {r['n']} | {r.get('nodes', '-')} | "
-                     f"{_fmt(r.get('cold_s'))} | {_fmt(r.get('per_call_s'), 'us')} | "
+                     f"{_fmt(r.get('cold_s'))} / {_fmt(r.get('cold_cpu_s'))} | "
+                     f"{_fmt(r.get('per_call_s'), 'us')} | "
                      f"{_fmt(r.get('jax_cold_s'))} | {_fmt(r.get('jax_per_call_s'), 'us')} | "
                      f"{target} |")
     return "\n".join(lines)
@@ -218,6 +236,7 @@ def main(argv: Optional[list] = None, cases: Optional[list] = None,
          chart_path: Optional[str] = None) -> list:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", default=None, help="comma-separated sizes (dense cases)")
+    parser.add_argument("--rows", default="", help="sizes for the per-row reference rows")
     parser.add_argument("--json", default=json_path)
     parser.add_argument("--chart", default=chart_path)
     parser.add_argument("--child", nargs=2, metavar=("BUILDER", "N"))
@@ -231,6 +250,9 @@ def main(argv: Optional[list] = None, cases: Optional[list] = None,
         return []
     if cases is None:
         cases = dense_cases(tuple(int(s) for s in args.n.split(","))) if args.n else CASES
+        cases = cases + [Case("per-row jacobian (before)", int(n),
+                              "benchmarks.jacobians:build_jacobian_rows", target_cold_s=None)
+                         for n in args.rows.split(",") if n]
     if not jax_available():
         print("(jax is not importable: no JAX column)")
     rows = []
