@@ -1,6 +1,6 @@
 """Dense Jacobians and Hessians: cold compile + first call and per-call time (issue 17).
 
-    python benchmarks/jacobians.py [--n 16,64,128] [--rows 16,64]
+    python benchmarks/jacobians.py [--n 16,64,128] [--rows 16,64] [--floor]
                                    [--json benchmarks/results/jacobians.json]
                                    [--chart benchmarks/results/jacobians.png]
 
@@ -70,6 +70,12 @@ def build_hessian(sg, n: int):
     x = sg.placeholder("x", shape=(n,))
     (h,) = sg.hessians(sg.reduce_sum(_y(sg, x)), x)
     return [x], h, [x0(n)]
+
+
+def build_floor(sg, n: int):
+    """The compile floor: the function itself, one kernel (no derivative)."""
+    x = sg.placeholder("x", shape=(n,))
+    return [x], _y(sg, x), [x0(n)]
 
 
 def build_jacobian_rows(sg, n: int):
@@ -237,6 +243,7 @@ def main(argv: Optional[list] = None, cases: Optional[list] = None,
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", default=None, help="comma-separated sizes (dense cases)")
     parser.add_argument("--rows", default="", help="sizes for the per-row reference rows")
+    parser.add_argument("--floor", action="store_true", help="add the y-alone floor row")
     parser.add_argument("--json", default=json_path)
     parser.add_argument("--chart", default=chart_path)
     parser.add_argument("--child", nargs=2, metavar=("BUILDER", "N"))
@@ -253,6 +260,9 @@ def main(argv: Optional[list] = None, cases: Optional[list] = None,
         cases = cases + [Case("per-row jacobian (before)", int(n),
                               "benchmarks.jacobians:build_jacobian_rows", target_cold_s=None)
                          for n in args.rows.split(",") if n]
+        if args.floor:
+            cases = [Case("y alone (compile floor)", 16, "benchmarks.jacobians:build_floor",
+                          target_cold_s=None)] + cases
     if not jax_available():
         print("(jax is not importable: no JAX column)")
     rows = []
