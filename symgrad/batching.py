@@ -31,7 +31,6 @@ array([[2., 0., 0.],
 
 from __future__ import annotations
 
-import string
 from typing import Any, Callable, Optional
 
 import numpy as np

@@ -78,7 +78,8 @@ def test_batched_second_order_on_random_graphs(seed):
         pytest.skip("unconnected")
     values = sg.evaluate(firsts, feed)
     rng = np.random.default_rng(seed)
-    seeds = [rng.standard_normal((2,) + np.shape(v)).astype(g.dtype) for g, v in zip(firsts, values)]
+    seeds = [rng.standard_normal((2,) + np.shape(v)).astype(g.dtype)
+             for g, v in zip(firsts, values)]
     separate = [sg.gradients(firsts, xs, grad_ys=[s[i] for s in seeds]) for i in range(2)]
     batched = sg.gradients(firsts, xs, grad_ys=seeds, batched=True)
     assert [g is None for g in batched] == [g is None for g in separate[0]]

@@ -91,7 +91,8 @@ def _run_eagerly(outputs: list, feed: dict) -> list:
     return [None if o is None else values[id(o)] for o in outputs]
 
 
-def batched_vjps(tape: Any, target: EagerTensor, sources: list, seeds: np.ndarray) -> Optional[list]:
+def batched_vjps(tape: Any, target: EagerTensor, sources: list,
+                 seeds: np.ndarray) -> Optional[list]:
     """``seeds`` (k,) + target.shape: the k vjps per source, each (k,) + source.shape
     (None: unconnected), in one batched pass; None when the tape must go row by row."""
     from ..differentiate.gradients import gradients
