@@ -54,18 +54,33 @@ def identity_seeds(y: Tensor) -> Tensor:
 
 def _unconnected(x: Tensor, y_shape: tuple, policy, api: str, k: int) -> Optional[Tensor]:
     if policy is UnconnectedGradients.ZERO:
-        return constant(np.zeros(y_shape + tuple(x.shape), dtype=x.dtype))
+        if is_fully_known(x.shape):
+            return constant(np.zeros(y_shape + tuple(x.shape), dtype=x.dtype))
+        lead = F.expand_dims(F.zeros_like(x), tuple(range(len(y_shape))))
+        return lead + constant(np.zeros(y_shape + (1,) * x.ndim, dtype=x.dtype))
     if policy is UnconnectedGradients.RAISE:
         raise UnconnectedGradientError(f"{api}: x[{k}] {describe(x)} is not connected to y; "
                                        "use unconnected_gradients='none' or 'zero'")
     return None
 
 
+def _check_x(x: Tensor, y_shape: tuple, api: str, what: str) -> None:
+    """x may have unknown dims where the rows need no reshape (y of rank 1) or one -1 does."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{api}: {what} must be a symgrad Tensor, got {type(x).__name__} {x!r}")
+    if len(y_shape) != 1 and sum(d is None for d in x.shape) > 1:
+        _static_shape(x, api, what)
+
+
+def _rows_shape(y_shape: tuple, x: Tensor) -> tuple:
+    return y_shape + tuple(-1 if d is None else d for d in x.shape)
+
+
 def _jacobians(y: Tensor, xs: list, policy, api: str) -> list:
     """One batched sweep seeded with the identity: rows d y[i] / d x, reshaped."""
     y_shape = _static_shape(y, api, "y")
     for k, x in enumerate(xs):
-        _static_shape(x, api, f"x[{k}]")
+        _check_x(x, y_shape, api, f"x[{k}]")
     if int(np.prod(y_shape, dtype=np.int64)) == 0:
         rows = [None] * len(xs)
     else:
@@ -75,13 +90,14 @@ def _jacobians(y: Tensor, xs: list, policy, api: str) -> list:
         if row is None:
             results.append(_unconnected(x, y_shape, policy, api, k))
         else:
-            results.append(F.reshape(row, y_shape + tuple(x.shape)))
+            results.append(row if len(y_shape) == 1 else F.reshape(row, _rows_shape(y_shape, x)))
     return results
 
 
 def jacobian(y: Tensor, x: Any, unconnected_gradients: Any = "none",
              name: Optional[str] = "jacobian", sparse: bool = False) -> Any:
-    """The full Jacobian d y / d x, shape ``y.shape + x.shape`` (static shapes).
+    """The full Jacobian d y / d x, shape ``y.shape + x.shape`` (y's shape static; x may
+    have unknown dims when y has rank 1, or one unknown dim).
 
     ``x`` may be a list of Tensors (a list of Jacobians is returned). An x that y does
     not depend on gives None ('none'), zeros ('zero') or UnconnectedGradientError

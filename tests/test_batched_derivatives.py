@@ -201,6 +201,21 @@ def test_jacobian_matrix_shapes_and_list():
                        {}).shape == (3, 3, 2)
 
 
+def test_jacobian_x_with_unknown_dims():
+    x = sg.placeholder("x", shape=(None, 3))
+    w = sg.placeholder("w", shape=(None,))
+    y = sg.reduce_sum(sg.tanh(x), axis=0) ** 2          # static shape (3,): k = 3
+    jac, jw = sg.jacobian(y, [x, w], unconnected_gradients="zero")
+    assert jac.shape == (3, None, 3)
+    x0 = np.random.default_rng(4).standard_normal((4, 3))
+    got, gotw = sg.evaluate([jac, jw], {x: x0, w: np.ones(5)})
+    fd = _fd_jacobian(lambda v: sg.evaluate(y, {x: v.reshape(4, 3)}), x0.ravel())
+    np.testing.assert_allclose(got.reshape(3, 12), fd, rtol=1e-6, atol=1e-8)
+    assert gotw.shape == (3, 5) and not gotw.any()
+    scalar = sg.jacobian(sg.reduce_sum(y), x)            # y of rank 0: one -1 in the reshape
+    assert sg.evaluate(scalar, {x: x0}).shape == (4, 3)
+
+
 def test_hessian_symmetric_and_finite_differences():
     x = sg.placeholder("x", shape=(7,))
     f = sg.reduce_sum(_bench_y(x))
