@@ -138,6 +138,15 @@ def _reshape(node, args, batched, k):
 
 
 def _like(node: Tensor, args: list, batched: tuple, k: int, index: int) -> Tensor:
+    """A tensor of shape ``(k,) + like.shape`` for an input read only for its shape: for a
+    static shape a bool constant (the compiler fuses a scatter whose ``like`` is known
+    before any kernel runs: ``compile/scatter.py``), else the input repeated along k."""
+    like = node.inputs[index]
+    if not batched[index] and is_fully_known(like.shape):
+        key = ("like", tuple(like.shape), k)
+        if key not in _BROADCASTS:
+            _BROADCASTS[key] = (like, constant(np.zeros((k,) + tuple(like.shape), bool)))
+        return _BROADCASTS[key][1]
     return _batched(args[index], batched[index], k)
 
 
