@@ -17,7 +17,6 @@ from ..feeds import bind_keywords, check_feed
 from ..graph.tensor import Tensor
 from ..shapes import format_shape
 from .explain import explain
-from .lower import lower_kernel
 from .regions import Kernel, Plan, Step
 
 
@@ -56,14 +55,21 @@ class CompiledFunction:
         return reduce_function(self)
 
     @property
-    def sympy(self) -> list:
-        """Per kernel, {output name: the sympy expression of that output}."""
+    def sympy(self) -> dict:
+        """{output name: the sympy formula of one element of that output, in terms of the
+        placeholders} (``sg.to_sympy``); an output with no index formula (a matmul, ...)
+        maps to the string ``"no formula: ..."`` saying why. None outputs are left out."""
         if self._sympy is None:
-            self._sympy = []
-            for kernel in self.plan.kernels:
-                lowered = lower_kernel(kernel)
-                exprs = dict(zip(lowered.sources, lowered.exprs))
-                self._sympy.append({o.node.name: exprs[o.source] for o in kernel.outputs})
+            from ..errors import NoFormulaError
+            from ..symbolic import formulas
+            self._sympy = {}
+            for o in self.outputs:
+                if o is None:
+                    continue
+                try:
+                    (self._sympy[o.name],) = formulas([o])
+                except NoFormulaError as exc:
+                    self._sympy[o.name] = "no formula: " + str(exc).removeprefix("sg.to_sympy: ")
         return self._sympy
 
     def explain(self) -> str:
