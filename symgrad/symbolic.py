@@ -15,7 +15,7 @@ it: the formula is never silently partial.
 x*cos(x) + sin(x)
 >>> v = sg.placeholder("v", shape=(None,))
 >>> sg.to_sympy(sg.reduce_sum(v[1:] * v[:-1]))
-Sum(v[r0]*v[r0 + 1], (r0, 0, v.shape[0] - 2))
+Sum(v[r0 + 1]*v[r0], (r0, 0, v.shape[0] - 2))
 """
 
 from __future__ import annotations
