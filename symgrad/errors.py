@@ -72,3 +72,9 @@ class NoFormulaError(SymgradError, ValueError):
 class FallbackWarning(UserWarning):
     """A compiled function ran a call with the numpy reference interpreter instead of its
     kernels (slower, same values); the message says why. Warned once per function."""
+
+
+class ArgumentError(SymgradError, TypeError):
+    """A compiled function called with the wrong number of arguments or an unknown
+    keyword, or a placeholder fed a value that is not array data (None, a dict, a
+    string). Wrong dtypes and shapes of array data are ``FeedError`` (ValueError)."""
