@@ -100,3 +100,16 @@ def test_lengths_that_cannot_broadcast_name_the_function_not_sg_evaluate(fn):
 def test_fallback_warning_is_a_user_warning():
     assert issubclass(FallbackWarning, UserWarning)
     assert sg.errors.FallbackWarning is FallbackWarning
+
+
+def test_the_examples_of_docs_inputs_run():
+    import re
+    import textwrap
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "inputs.md").read_text()
+    blocks = re.findall(r"^( *)```python\n(.*?)^ *```", text, re.S | re.M)
+    assert len(blocks) == 5
+    namespace: dict = {"__name__": "__docs__"}
+    for k, (_, code) in enumerate(blocks):     # one namespace: later blocks build on earlier
+        exec(compile(textwrap.dedent(code), f"docs/inputs.md block {k}", "exec"), namespace)
