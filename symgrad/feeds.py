@@ -69,38 +69,36 @@ def check_feed(placeholder: Tensor, value: Any, context: str, argument: bool = F
     >>> x = sg.placeholder("x", shape=(None,))
     >>> check_feed(x, np.arange(3), "f(x)")
     array([0., 1., 2.])
-    >>> check_feed(x, np.ones(2, np.float32), "f(x)")
+    >>> check_feed(x, np.ones(2, np.float32), "f(x)")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
-    symgrad.errors.FeedError: f(x): placeholder 'x' has dtype float64 but was fed float32 (numpy.ndarray of dtype float32 and shape (2,)); convert with .astype('float64')
+    symgrad.errors.FeedError: f(x): placeholder 'x' has dtype float64 but was fed float32 ...
     """
     name, dtype = placeholder.name, placeholder.dtype
-    who = f"argument '{name}' (placeholder '{name}')" if argument else f"placeholder '{name}'"
-    expected = f"a {dtype.name} array of shape {format_shape(placeholder.shape)}"
     array = _as_array(value)
-    if array is None:
-        raise ArgumentError(f"{context}: {who} expects {expected}, got "
+    if array is None or array.dtype.kind not in "biufc":
+        raise ArgumentError(f"{context}: {_who(name, argument)} expects a {dtype.name} array "
+                            f"of shape {format_shape(placeholder.shape)}, got "
                             f"{describe_value(value)}")
-    if array.dtype.kind == "O" or array.dtype.kind not in "biufc":
-        raise ArgumentError(f"{context}: {who} expects {expected}, got "
-                            f"{describe_value(value)}"
-                            + (f" of {array.dtype.name} values" if array.dtype.kind in "USV"
-                               else ""))
     if array.dtype != dtype and array.dtype.newbyteorder("=") == dtype:
         array = array.astype(dtype)          # the same type in the other byte order
     if array.dtype != dtype:
         if not _kind_ok(array.dtype, dtype, _is_weak(value)) or \
                 dtype.kind in "iu" and not _fits(array, dtype):
             fix = f"; convert with .astype('{dtype.name}')" if dtype.kind in "f" else ""
-            raise FeedError(f"{context}: {who} has dtype {dtype.name} but was fed "
-                            f"{array.dtype.name} ({describe_value(value)}){fix}")
+            raise FeedError(f"{context}: {_who(name, argument)} has dtype {dtype.name} but was "
+                            f"fed {array.dtype.name} ({describe_value(value)}){fix}")
         array = array.astype(dtype)
     shape = placeholder.shape
     if array.ndim != len(shape) or any(
             d is not None and d != a for d, a in zip(shape, array.shape)):
-        raise FeedError(f"{context}: {who} has shape {format_shape(shape)} but "
-                        f"was fed shape {format_shape(array.shape)}")
+        raise FeedError(f"{context}: {_who(name, argument)} has shape {format_shape(shape)} "
+                        f"but was fed shape {format_shape(array.shape)}")
     return array
+
+
+def _who(name: str, argument: bool) -> str:
+    return f"argument '{name}' (placeholder '{name}')" if argument else f"placeholder '{name}'"
 
 
 def _as_array(value: Any):

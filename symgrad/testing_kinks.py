@@ -39,11 +39,15 @@ _BOUNDARY = ("x == y, where the comparison (and any where it drives) switches br
              "TF differentiates the branch selected at the point")
 
 KINKS: dict = {
-    E.abs: (lambda x, tol: _near(x, [0.0], tol), "x = 0, where TF takes abs'(0) = sign(0) = 0"),
+    E.abs: (lambda x, tol: _near(x, [0.0], tol),
+            "x = 0, where TF takes abs'(0) = sign(0) = 0"),
     E.relu: (lambda x, tol: _near(x, [0.0], tol), "x = 0, where TF takes relu'(0) = 0"),
-    E.sign: (lambda x, tol: _near(x, [0.0], tol), "x = 0, where sign jumps; TF's gradient is zeros"),
-    E2.relu6: (lambda x, tol: _near(x, [0.0, 6.0], tol), "x = 0 or 6, where TF takes relu6' = 0"),
-    E2.leaky_relu: (lambda x, a, tol: _near(x, [0.0], tol), "x = 0, where TF takes leaky_relu'(0) = alpha"),
+    E.sign: (lambda x, tol: _near(x, [0.0], tol),
+             "x = 0, where sign jumps; TF's gradient is zeros"),
+    E2.relu6: (lambda x, tol: _near(x, [0.0, 6.0], tol),
+               "x = 0 or 6, where TF takes relu6' = 0"),
+    E2.leaky_relu: (lambda x, a, tol: _near(x, [0.0], tol),
+                   "x = 0, where TF takes leaky_relu'(0) = alpha"),
     E.maximum: (_tie, "x == y (a tie), where TF gives the whole gradient to x (x >= y)"),
     E.minimum: (_tie, "x == y (a tie), where TF gives the whole gradient to x (x <= y)"),
     E.floor: (lambda x, tol: _at_integers(x, tol),
@@ -53,18 +57,21 @@ KINKS: dict = {
     E.round: (lambda x, tol: _at_integers(np.asarray(x) - 0.5, tol),
               "x is a half-integer, where round jumps; TF: not differentiable, gradient None"),
     E2.floormod: (lambda x, y, tol: _at_integers(np.asarray(x) / np.asarray(y), tol),
-                  "x / y is an integer, where floormod jumps; TF takes the gradients 1 and -floor(x / y)"),
+                  "x / y is an integer, where floormod jumps; TF takes the gradients 1 and "
+                  "-floor(x / y)"),
     E2.floordiv: (lambda x, y, tol: _at_integers(np.asarray(x) / np.asarray(y), tol),
                   "x / y is an integer, where floordiv jumps; TF: not differentiable"),
-    **{op: (_tie, _BOUNDARY) for op in (E.less, E.less_equal, E.greater,
-                                                E.greater_equal, E.equal, E.not_equal)},
+    **{op: (_tie, _BOUNDARY) for op in (E.less, E.less_equal, E.greater, E.greater_equal,
+                                         E.equal, E.not_equal)},
 }
 """Elementwise op record -> (kink test of its input values and ``tol``, convention)."""
 
 
 REDUCTION_KINKS: dict = {
-    S.reduce_max: (np.max, "several elements tie for the maximum; TF shares the gradient evenly among them"),
-    S.reduce_min: (np.min, "several elements tie for the minimum; TF shares the gradient evenly among them"),
+    S.reduce_max: (np.max, "several elements tie for the maximum; TF shares the gradient "
+                           "evenly among them"),
+    S.reduce_min: (np.min, "several elements tie for the minimum; TF shares the gradient "
+                           "evenly among them"),
 }
 """Reduction op record -> (its numpy reduction, convention at ties)."""
 
