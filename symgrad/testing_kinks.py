@@ -9,8 +9,8 @@ kink) and the convention.
 >>> import numpy as np
 >>> import symgrad as sg
 >>> x = sg.placeholder("x", shape=(2,))
->>> find_kinks([sg.relu(x)], {x: np.array([0.0, 1.0])}, 1e-6)
-["relu 'relu_0' input at (0,): x = 0, where TF takes relu'(0) = 0"]
+>>> find_kinks([sg.relu(x, name="kinked")], {x: np.array([0.0, 1.0])}, 1e-6)
+["relu 'kinked' input at (0,): x = 0, where TF takes relu'(0) = 0"]
 """
 
 from __future__ import annotations
