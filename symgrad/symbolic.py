@@ -20,6 +20,7 @@ Sum(v[r0 + 1]*v[r0], (r0, 0, v.shape[0] - 2))
 
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
 import sympy as sp
@@ -344,10 +345,16 @@ def formulas(tensors: list) -> list:
     """``to_sympy`` of each tensor, sharing the work (``CompiledFunction.sympy``)."""
     builder = _Builder()
     out = []
-    for t in tensors:
-        idx = index_symbols(len(t.shape))
-        _warm(builder, t, idx)
-        out.append(_plain(builder.at(t, idx), idx))
+    depth = len(topological_order([t for t in tensors]))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 8 * depth + 1000))   # ``at`` recurses along the graph
+    try:
+        for t in tensors:
+            idx = index_symbols(len(t.shape))
+            _warm(builder, t, idx)
+            out.append(_plain(builder.at(t, idx), idx))
+    finally:
+        sys.setrecursionlimit(limit)
     return out
 
 
