@@ -45,7 +45,6 @@ import numpy
 from numba import config, cuda, float32, float64
 from numba.core.errors import NumbaError
 
-from ..feeds import bind_keywords
 from ..shapes import is_fully_known
 from . import cache
 from .runtime import CompiledFunction, Fallback, bind_runtime
@@ -314,7 +313,7 @@ class CudaDriver:
     def run(self, *args, **kwargs):
         try:
             if kwargs:
-                args = bind_keywords([p.tensor for p in self.placeholders], args, kwargs)
+                args = self.module.bind_(args, kwargs)     # names the function (runtime)
             return self._run(args)
         except Fallback:
             return self.fallback(args)

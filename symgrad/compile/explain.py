@@ -34,6 +34,7 @@ from collections import Counter
 from typing import Optional
 
 from ..shapes import format_shape, is_fully_known
+from .gather import gather_axes
 from .nest import Nest, nest_rejections
 from .oprules import VIEWS, threads_matmul
 from .regions import Kernel, Plan, Step
@@ -53,9 +54,24 @@ def _bytes(node) -> Optional[int]:
     return size * node.dtype.itemsize
 
 
-def _output_text(out) -> str:
+def _key_text(key: tuple) -> str:
+    """``(slice(1, None),)`` as ``[1:]``."""
+    def one(k) -> str:
+        if isinstance(k, slice):
+            text = ":".join("" if v is None else str(v) for v in (k.start, k.stop))
+            return text + ("" if k.step is None else f":{k.step}")
+        return "..." if k is Ellipsis else "None" if k is None else str(k)
+    return "[" + ", ".join(one(k) for k in key) + "]"
+
+
+def _output_text(out, k: Kernel) -> str:
     if out.is_scatter:
-        return f"{_value(out.node)} (scatter-add of {out.source.name})"
+        parts = ", ".join(f"{o.source.name} at {_key_text(o.key)}" for o in k.outputs
+                          if o.is_scatter and o.node is out.node)
+        if gather_axes(k, "r") is not None:       # the template loops over the buffer
+            return (f"{_value(out.node)} (gathered: one loop over its elements, each the sum "
+                    f"of {parts}; no scatter)")
+        return f"{_value(out.node)} (scatter-add of {parts})"
     if out.is_reduction:
         what = "mean" if out.mean else "sum"
         return f"{_value(out.node)} ({what} over axes {tuple(out.axes)})"
@@ -71,7 +87,7 @@ def _kernel_lines(k: Kernel, label: str) -> list:
     for o in k.outputs:
         if id(o.node) not in seen:
             seen.add(id(o.node))
-            lines.append(f"  writes {_output_text(o)}")
+            lines.append(f"  writes {_output_text(o, k)}")
     return lines
 
 
@@ -119,7 +135,8 @@ def _rule(node, producer, consumer: Kernel) -> str:
         return (f"{node.name} is a {node.op.name} step (structural ops run between kernels)")
     out = next((o for o in producer.outputs if o.node is node), None)
     if out is not None and out.is_scatter:
-        return f"{node.name} is a scatter buffer, complete only after kernel {producer.index}"
+        what = "gathered" if gather_axes(producer, "r") is not None else "scatter"
+        return f"{node.name} is a {what} buffer, complete only after kernel {producer.index}"
     if out is not None and out.is_reduction:
         return (f"{node.name} is a reduction, complete only after kernel {producer.index}'s "
                 "loop")
