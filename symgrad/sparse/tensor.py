@@ -43,6 +43,7 @@ class SparseTensor:
         indptr.setflags(write=False)
         self.values, self.indices, self.indptr = values, indices, indptr
         self.shape, self.name, self.info = tuple(shape), name, dict(info or {})
+        self._template = None
 
     @property
     def nnz(self) -> int:
@@ -59,11 +60,20 @@ class SparseTensor:
                                 shape=self.shape)
 
     def to_scipy(self, data: np.ndarray):
-        """``data`` (the values tensor's value) as a ``csr_array`` in this pattern."""
-        import scipy.sparse as sparse
-        out = sparse.csr_array((data, self.indices, self.indptr), shape=self.shape,
-                               copy=False)
-        out.has_sorted_indices = True
+        """``data`` (the values tensor's value) as a ``csr_array`` in this pattern: a
+        shallow copy of one template array (scipy's constructor checks the pattern again,
+        30 us; this takes 1 us), so every result shares the same ``indices``/``indptr``."""
+        template = self._template
+        if template is None:
+            import scipy.sparse as sparse
+            template = sparse.csr_array((np.zeros(self.nnz, self.dtype), self.indices,
+                                         self.indptr), shape=self.shape, copy=False)
+            template.has_sorted_indices = True
+            self.indices, self.indptr = template.indices, template.indptr
+            self._template = template
+        out = type(template).__new__(type(template))
+        out.__dict__.update(template.__dict__)
+        out.data = data
         return out
 
     def __repr__(self) -> str:
