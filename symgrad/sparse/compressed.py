@@ -22,6 +22,7 @@ import numpy as np
 
 from ..graph.tensor import Tensor
 from .colouring import row_colouring
+from .fold import fold_constants
 from .pattern import hessian_sparsity, sparsity
 from .tensor import SparseTensor
 
@@ -60,7 +61,8 @@ def _compress(y: Tensor, x: Tensor, pattern, order: str, name: str, kind: str) -
         values = constant(np.zeros(0, dtype=y.dtype))
     else:
         compressed = _compressed_vjps(y, x, seeds)
-        values = gather(reshape(compressed, (-1,)), constant(index_map.astype(np.int64)))
+        values = gather(reshape(fold_constants(compressed), (-1,)),
+                        constant(index_map.astype(np.int64)))
     return SparseTensor(values, pattern.indices, pattern.indptr, pattern.shape, name, info)
 
 
