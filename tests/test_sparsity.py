@@ -55,6 +55,8 @@ CASES = {
     "squeeze": (lambda x: sg.squeeze(sg.expand_dims(x, 0)), True),
     "tril": (lambda x: sg.tril(x[:, :3]), True),
     "diag": (lambda x: sg.diag(x[0]), True),
+    "trace": (lambda x: sg.trace(sg.reshape(x, (3, 2, 2))) * sg.trace(x[:, :3]), True),
+    "diag_part": (lambda x: sg.diag_part(x) ** 2, True),
     "cumsum": (lambda x: sg.cumsum(x, axis=1), True),
     "cumprod exclusive": (lambda x: sg.cumprod(x, axis=0, exclusive=True), True),
     "cumsum reverse": (lambda x: sg.cumsum(x, axis=1, reverse=True), True),
@@ -88,6 +90,14 @@ def test_constant_laplacian_matmul_is_banded():
     u = sg.placeholder("u", shape=(n,))
     pattern = sg.sparsity(sg.matmul(sg.constant(lap), u) + u * u, u)
     assert (pattern.toarray() == (lap != 0)).all()
+
+
+def test_conservative_fallback_covers_everything():
+    idx = sg.placeholder("idx", shape=(2,), dtype="int64")
+    pattern = sg.sparsity(sg.gather(X, idx, axis=1), X)     # indices known only at run time
+    assert pattern.shape == (6, 12) and pattern.nnz == 6 * 12
+    value = sg.evaluate(sg.jacobian(sg.gather(X, idx, axis=1), X), {X: XV, idx: [3, 0]})
+    assert not ((value.reshape(6, 12) != 0) & ~pattern.toarray()).any()
 
 
 def test_unconnected_and_errors():

@@ -58,12 +58,14 @@ def union(parts: list, rows: int, n: int):
 
 def conservative(node, pats: list, n: int):
     """Every output entry depends on everything any input entry depends on."""
-    rows = size_of(node.shape)
-    cols = union([_sp().csr_array(p.sum(axis=0, keepdims=True).astype(bool))
-                  for p in pats if p is not None], 1, n)
-    if cols is None:
+    used = [p.indices for p in pats if p is not None]
+    if not used:
         return None
-    return selection(np.zeros(rows, np.int64), np.arange(rows), 1, rows).T @ cols
+    cols = np.unique(np.concatenate(used))
+    rows = size_of(node.shape)
+    indptr = np.arange(rows + 1, dtype=np.int64) * cols.size
+    return _sp().csr_array((np.ones(rows * cols.size, bool), np.tile(cols, rows), indptr),
+                           shape=(rows, n))
 
 
 def _ids(shape: tuple) -> np.ndarray:
@@ -117,7 +119,7 @@ def moves(data: Optional[tuple] = (0,), values: tuple = (),
 # --- sums: each input entry flows into one output entry ----------------------------------------
 def sums(target: Callable, data: int = 0) -> Callable:
     """``target(node, out_ids)``: for each entry of input ``data``, the output entry it is
-    summed into (an array of the input's shape)."""
+    summed into (an array of the input's shape; -1: none)."""
     def rule(node, pats: list, n: int):
         p = pats[data]
         if p is None:
@@ -126,8 +128,10 @@ def sums(target: Callable, data: int = 0) -> Callable:
         into = target(node, _ids(node.shape))
         if into is None:
             return conservative(node, pats, n)
-        into = np.broadcast_to(into, t.shape)
-        r = selection(into, _ids(t.shape), size_of(node.shape), size_of(t.shape))
+        into = np.broadcast_to(into, t.shape).ravel()
+        keep = into >= 0
+        r = selection(into[keep], np.arange(into.size)[keep], size_of(node.shape),
+                      size_of(t.shape))
         return (r @ p).astype(bool)
     return rule
 
@@ -158,6 +162,14 @@ def _gather_grad_into(node, out_ids):
     a = node.attrs
     return indexing._gather_numpy(out_ids, np.asarray(indices.attrs["value"]), a["axis"],
                                   a["wrap"])
+
+
+def _trace_into(node, out_ids):
+    shape = node.inputs[0].shape
+    into = np.full(shape, -1, dtype=np.int64)
+    k = np.arange(min(shape[-2:]))
+    into[..., k, k] = out_ids[..., None]
+    return into
 
 
 def prod_others_rule(node, pats: list, n: int):
@@ -301,6 +313,7 @@ def _register() -> None:
     RULES[S.unbroadcast] = sums(_unbroadcast_into)
     RULES[layout.tile_grad] = sums(_tile_into)
     RULES[indexing.gather_grad] = sums(_gather_grad_into)
+    RULES[band.trace] = sums(_trace_into)
     RULES[S.prod_others] = prod_others_rule
     for op in (S.transpose, S.reshape, S.reshape_like, S.expand_dims, S.broadcast_like,
                S.getitem, S.getitem_grad, layout.unstack, layout.split, layout.squeeze,
