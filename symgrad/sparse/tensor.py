@@ -121,7 +121,9 @@ class SparseFunction:
         lines += [f"  {s.describe()}" for s in self.sparse]
         return "\n".join(lines)
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str):   # inputs, outputs, plan, source... of the inner one
+        if name == "inner":
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
     def __repr__(self) -> str:
