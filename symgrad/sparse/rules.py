@@ -83,9 +83,16 @@ def elementwise_rule(node, pats: list, n: int):
     for k, (t, p) in enumerate(zip(node.inputs, pats)):
         if p is None or not has_float_path(node, k):
             continue
-        ids = np.broadcast_to(_ids(t.shape), node.shape)
-        parts.append(selection(np.arange(rows), ids, rows, size_of(t.shape)) @ p)
+        parts.append(broadcast_rows(p, t.shape, node.shape))
     return union(parts, rows, n)
+
+
+def broadcast_rows(p, shape: tuple, out_shape: tuple):
+    """The pattern ``p`` of a tensor of ``shape`` broadcast to ``out_shape``."""
+    if tuple(shape) == tuple(out_shape):
+        return p
+    ids = np.broadcast_to(_ids(shape), out_shape)
+    return selection(np.arange(ids.size), ids, ids.size, size_of(shape)) @ p
 
 
 # --- data movement: the op's own numpy forward on entry ids ---------------------------------
@@ -218,11 +225,9 @@ def linrec_rule(node, pats: list, n: int):
 
 
 def elementwise_like(node, pats: list, n: int):
-    rows = size_of(node.shape)
-    parts = [selection(np.arange(rows), np.broadcast_to(_ids(t.shape), node.shape), rows,
-                       size_of(t.shape)) @ p
-             for t, p in zip(node.inputs, pats) if p is not None]
-    return union(parts, rows, n)
+    parts = [broadcast_rows(p, t.shape, node.shape) for t, p in zip(node.inputs, pats)
+             if p is not None]
+    return union(parts, size_of(node.shape), n)
 
 
 # --- contractions: iteration-space index arrays, a constant operand's nonzero pattern ----------
