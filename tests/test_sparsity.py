@@ -241,3 +241,34 @@ def test_docs_example_runs():
     namespace: dict = {}
     exec(compile(blocks[0], "docs/sparsity.md", "exec"), namespace)    # its asserts hold
     assert namespace["sol"].success
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_star_colouring_recovers_every_entry(seed):
+    from symgrad.sparse.colouring import recovery_map, star_colouring
+    rng = np.random.default_rng(seed)
+    upper = sparse.random_array((40, 40), density=0.08, rng=rng, format="csr")
+    h = (upper + upper.T + sparse.eye_array(40)).tocsr()
+    h.sort_indices()
+    colours = star_colouring(h != 0)
+    assert all(colours[i] != colours[j] for i, j in zip(*(h != 0).nonzero()) if i != j)
+    index = recovery_map(h != 0, colours, symmetric=True)
+    seeds = np.zeros((colours.max() + 1, 40))
+    seeds[colours, np.arange(40)] = 1.0
+    compressed = seeds @ h.toarray()                # what the batch of vjps computes
+    assert np.allclose(compressed.ravel()[index], h.data)
+    assert colours.max() + 1 <= row_colouring(h != 0).max() + 1
+
+
+def test_sparse_hessian_of_a_2d_stencil_energy_uses_star_colouring():
+    n = 6
+    u = sg.placeholder("u", shape=(n, n))
+    energy = (sg.square(sg.roll(u, 1, axis=0) - u) + sg.square(sg.roll(u, 1, axis=1) - u)
+              + 0.1 * u ** 4)
+    hess = sparse_hessian(energy, u)
+    uv = RNG.uniform(-1.0, 1.0, (n, n))
+    got = sg.evaluate(hess, {u: uv}).toarray()
+    dense = sg.evaluate(sg.hessians(sg.reduce_sum(energy), u)[0], {u: uv}).reshape(n * n, -1)
+    assert np.allclose(got, dense) and np.allclose(got, got.T)
+    assert "star" in hess.info["mode"]
+    assert hess.info["colours"] < row_colouring(sg.hessian_sparsity(energy, u)).max() + 1

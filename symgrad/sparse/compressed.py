@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.tensor import Tensor
-from .colouring import row_colouring
+from .colouring import recovery_map, row_colouring, star_colouring
 from .fold import fold_constants
 from .pattern import hessian_sparsity, sparsity
 from .tensor import SparseTensor
@@ -47,15 +47,24 @@ def _seeds(colours: np.ndarray, dtype) -> np.ndarray:
     return seeds
 
 
+def _colour(pattern, order: str, symmetric: bool) -> tuple:
+    """(colours, index map, colouring name): a star colouring for symmetric patterns when
+    every entry recovers from it, else the distance-2 row colouring."""
+    if symmetric:
+        colours = star_colouring(pattern, order)
+        index_map = recovery_map(pattern, colours, symmetric=True)
+        if index_map is not None:
+            return colours, index_map, "star colouring"
+    colours = row_colouring(pattern, order)
+    return colours, recovery_map(pattern, colours), "distance-2 row colouring"
+
+
 def _compress(y: Tensor, x: Tensor, pattern, order: str, name: str, kind: str) -> SparseTensor:
     from ..ops.api import gather, reshape
     from ..ops.sources import constant
-    n = pattern.shape[1]
-    colours = row_colouring(pattern, order)
+    colours, index_map, how = _colour(pattern, order, symmetric=kind == "hessian")
     seeds = _seeds(colours, y.dtype)
-    rows = np.repeat(np.arange(pattern.shape[0]), np.diff(pattern.indptr))
-    index_map = colours[rows] * n + pattern.indices
-    info = {"colours": len(seeds), "mode": "reverse, row colouring", "order": order,
+    info = {"colours": len(seeds), "mode": f"reverse, {how}", "order": order,
             "seed_size": pattern.shape[0], "kind": kind}
     if pattern.nnz == 0:
         values = constant(np.zeros(0, dtype=y.dtype))
@@ -74,8 +83,8 @@ def sparse_jacobian(y: Tensor, x: Tensor, order: str = "largest_first") -> Spars
 
 def sparse_hessian(y: Tensor, x: Tensor, order: str = "largest_first") -> SparseTensor:
     """The Hessian of ``reduce_sum(y)`` with respect to x, a ``sg.SparseTensor`` of shape
-    (x.size, x.size): H is symmetric, so S H (rows of one colour sharing no column) is the
-    batch of vjps of the gradient g seeded with the colour indicators."""
+    (x.size, x.size): S H is the batch of vjps of the gradient g seeded with the colour
+    indicators; with a star colouring each entry comes from its row or its mirror."""
     from ..differentiate.gradients import gradients
     from ..ops.api import reduce_sum
     (g,) = gradients(reduce_sum(y), [x], unconnected_gradients="zero")
