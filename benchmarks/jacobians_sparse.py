@@ -3,7 +3,7 @@ compressed evaluation, in scipy's stiff solver; against scipy's finite differenc
 ``jac_sparsity`` and ``scipy.optimize.rosen_hess``.
 
     python benchmarks/jacobians_sparse.py [--cases brusselator,rd2d,rosen100,rosen1e5]
-                                          [--rd-n 128] [--json benchmarks/results/jacobians_sparse.json]
+        [--rd-n 128] [--json benchmarks/results/jacobians_sparse.json]
 
 Each case runs in a fresh interpreter with empty symgrad and numba caches. "cold" is
 sg.sparsity + sparse_jacobian/sparse_hessian + sg.function + the first call (numba compiles
@@ -79,7 +79,8 @@ def ode_case(name: str, n: int) -> dict:
     step, probe = 1e-7, np.random.default_rng(0).standard_normal(y0.size)
     fd = (f(y0 + step * probe) - f(y0 - step * probe)) / (2 * step)
     out["jv_rel_err"] = float(np.abs(J @ probe - fd).max() / np.abs(fd).max())
-    for label, kw in (("jac", {"jac": lambda t, s: jf(s)}), ("jac_sparsity", {"jac_sparsity": pattern})):
+    for label, kw in (("jac", {"jac": lambda t, s: jf(s)}),
+                      ("jac_sparsity", {"jac_sparsity": pattern})):
         t0 = time.perf_counter()
         sol = solve_ivp(lambda t, s: f(s), (0.0, t_end), y0, method="BDF", rtol=1e-6,
                         atol=1e-8, **kw)
