@@ -272,3 +272,13 @@ def test_sparse_hessian_of_a_2d_stencil_energy_uses_star_colouring():
     assert np.allclose(got, dense) and np.allclose(got, got.T)
     assert "star" in hess.info["mode"]
     assert hess.info["colours"] < row_colouring(sg.hessian_sparsity(energy, u)).max() + 1
+
+
+def test_lists_as_sg_jacobian_and_sg_hessians_pass_them():
+    x = sg.placeholder("x", shape=(3,))
+    z = sg.placeholder("z", shape=(2,))
+    jx, jz = sparse_jacobian(sg.sin(x) * sg.reduce_sum(z), [x, z])
+    assert jx.shape == (3, 3) and jz.shape == (3, 2) and jz.nnz == 6
+    hx, hz = sparse_hessian([x * x, sg.reduce_sum(z) ** 3], [x, z])
+    got = sg.evaluate([hx, hz], {x: np.ones(3), z: np.ones(2)})
+    assert np.allclose(got[0].toarray(), 2 * np.eye(3)) and np.allclose(got[1].toarray(), 12.0)

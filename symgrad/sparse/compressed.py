@@ -18,6 +18,8 @@ True
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..graph.tensor import Tensor
@@ -75,17 +77,29 @@ def _compress(y: Tensor, x: Tensor, pattern, order: str, name: str, kind: str) -
     return SparseTensor(values, pattern.indices, pattern.indptr, pattern.shape, name, info)
 
 
-def sparse_jacobian(y: Tensor, x: Tensor, order: str = "largest_first") -> SparseTensor:
+def sparse_jacobian(y: Tensor, x: Any, order: str = "largest_first") -> Any:
     """dy/dx as a ``sg.SparseTensor`` of shape (y.size, x.size) in the exact pattern
-    ``sg.sparsity(y, x)``, one vector–Jacobian product per row colour."""
+    ``sg.sparsity(y, x)``, one vector–Jacobian product per row colour (a list of them
+    when x is a list, as ``sg.jacobian``)."""
+    if isinstance(x, (list, tuple)):
+        return [sparse_jacobian(y, xi, order) for xi in x]
     return _compress(y, x, sparsity(y, x), order, f"jacobian_{y.name}", "jacobian")
 
 
-def sparse_hessian(y: Tensor, x: Tensor, order: str = "largest_first") -> SparseTensor:
-    """The Hessian of ``reduce_sum(y)`` with respect to x, a ``sg.SparseTensor`` of shape
-    (x.size, x.size): S H is the batch of vjps of the gradient g seeded with the colour
-    indicators; with a star colouring each entry comes from its row or its mirror."""
+def sparse_hessian(ys: Any, xs: Any, order: str = "largest_first") -> Any:
+    """The Hessian of ``reduce_sum(ys)`` (of the sum over ys when a list) with respect to
+    x, a ``sg.SparseTensor`` of shape (x.size, x.size); a list with one per x when xs is
+    a list (the diagonal blocks, as ``sg.hessians``). S H is the batch of vjps of the
+    gradient g seeded with the colour indicators; with a star colouring each entry comes
+    from its row or its mirror."""
     from ..differentiate.gradients import gradients
     from ..ops.api import reduce_sum
-    (g,) = gradients(reduce_sum(y), [x], unconnected_gradients="zero")
-    return _compress(g, x, hessian_sparsity(y, x), order, f"hessian_{y.name}", "hessian")
+    if isinstance(xs, (list, tuple)):
+        return [sparse_hessian(ys, x, order) for x in xs]
+    if isinstance(ys, (list, tuple)):
+        total = reduce_sum(ys[0])
+        for y in ys[1:]:
+            total = total + reduce_sum(y)
+        ys = total
+    (g,) = gradients(reduce_sum(ys), [xs], unconnected_gradients="zero")
+    return _compress(g, xs, hessian_sparsity(ys, xs), order, f"hessian_{ys.name}", "hessian")
