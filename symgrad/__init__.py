@@ -84,3 +84,8 @@ from .forward import hvp, jvp  # noqa: E402
 __all__ += ["hvp", "jvp"]
 from .tape.forward import ForwardAccumulator  # noqa: E402
 __all__ += ["ForwardAccumulator"]
+# v3 sparsity: exact patterns, colouring, compressed sparse Jacobians/Hessians (symgrad/sparse,
+# docs/sparsity.md)
+from . import sparse  # noqa: E402
+from .sparse import SparseTensor, hessian_sparsity, sparsity  # noqa: E402
+__all__ += ["SparseTensor", "hessian_sparsity", "sparsity"]

@@ -139,7 +139,7 @@ def hessians(ys: Any, xs: Any, name: str = "hessians", colocate_gradients_with_o
     if sparse:
         from .sparse import sparse_hessian
 
-        return sparse_hessian(ys, xs)
+        return sparse_hessian(ys, list(xs) if isinstance(xs, (list, tuple)) else [xs])
     xs = list(xs) if isinstance(xs, (list, tuple)) else [xs]
     for k, x in enumerate(xs):
         if not isinstance(x, Tensor):

@@ -67,6 +67,10 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
         raise ValueError(f"sg.function: unknown math {math!r}; use one of {MATH_MODES}")
     if target == "cuda":
         math = "libm"
+    from ..sparse.tensor import sparse_function   # sg.SparseTensor outputs: csr_array results
+    sparse = sparse_function(function, inputs, outputs, target=target, math=math)
+    if sparse is not None:
+        return sparse
     outputs, single = output_list(outputs, "sg.function")
     inputs = _as_inputs(inputs, outputs)
     phases = Phases(f"f({', '.join(p.name for p in inputs)}) target={target!r}")
