@@ -83,7 +83,6 @@ def _check_float32(module, k) -> None:
 
 def check(sg) -> int:
     np, cuda, from_dtype, int64, nbtypes = _numba()
-    from symgrad.compile.cuda_runtime import _matmul32, _matmul64
     from symgrad.compile.cuda_templates import accumulator_dtype, output_mode
 
     count = 0
@@ -104,10 +103,6 @@ def check(sg) -> int:
             cuda.compile_ptx(kernel.py_func, tuple(args), cc=CC)
             print(f"{name}: kernel {k.index} ok", flush=True)
             count += 1
-    for fn, dt in ((_matmul32, nbtypes.float32), (_matmul64, nbtypes.float64)):
-        arr = nbtypes.Array(dt, 2, "A")
-        cuda.compile_ptx(fn.py_func, (arr, arr, nbtypes.Array(dt, 2, "C"), dt), cc=CC)
-        count += 1
     return count
 
 
