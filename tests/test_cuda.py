@@ -224,3 +224,30 @@ def test_every_kernel_compiles_for_a_real_gpu():
         pytest.skip(out.stdout.strip())
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1].startswith("OK")
+
+
+def test_structural_steps_stay_on_the_device(cuda):
+    """Batched matmul, transpose, getitem, reduce_max, cumsum, concat and gather run as
+    device steps: device arguments in, device results out, no copy made by symgrad."""
+    from symgrad.compile import cuda_runtime
+
+    a = sg.placeholder("a", shape=(2, 3, 4))
+    b = sg.placeholder("b", shape=(2, 4, 3))
+    i = sg.placeholder("i", shape=(2,), dtype="int64")
+    c = sg.transpose(a @ b, [0, 2, 1])[:, 1:, :]
+    h = sg.concat([sg.cumsum(c, axis=1), sg.gather(c, i, axis=2)], axis=2)
+    loss = sg.reduce_sum(sg.tanh(h)) + sg.reduce_max(h)
+    outs = [loss, h, a] + sg.gradients(loss, [a, b])
+    rng = np.random.default_rng(3)
+    args = [rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 4, 3)), np.array([2, 0])]
+    want = both([a, b, i], outs, *args)
+    f = sg.function([a, b, i], outs, target="cuda")
+    device = [cuda.to_device(x) for x in args]
+    f(*device)
+    cuda_runtime.TRANSFERS.clear()
+    got = f(*device)
+    assert dict(cuda_runtime.TRANSFERS) == {"check": 1}     # gather's index flags
+    assert all(cuda_runtime.is_device_array(g) for g in got)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.copy_to_host(), w, rtol=1e-12, atol=1e-12)
+    assert not np.shares_memory(got[2]._ary, device[0]._ary)   # an input returned: a copy

@@ -106,3 +106,19 @@ def test_launch_configurations_and_bound_kernels_are_cached(runtime):
     bound = dict(driver.bound)
     f(np.ones(8))
     assert len(bound) == 1 and driver.bound == bound and list(driver.configs) == [8]
+
+
+def test_every_array_function_of_the_forms_exists_in_cupy():
+    """The forms run on CuPy on a GPU: each ``xp.<name>`` they use is in CuPy's API
+    (checked where CuPy imports; it does without a GPU)."""
+    import re
+    from pathlib import Path
+
+    cupy = pytest.importorskip("cupy")
+    import symgrad.compile.cuda_steps as steps
+
+    text = Path(steps.__file__).read_text()
+    names = set(re.findall(r"\bxp\.(\w+)", text))
+    names |= {"argmax", "argmin", "cumsum", "cumprod", "sum", "mean", "prod", "max", "min"}
+    assert {"matmul", "einsum", "take", "moveaxis"} <= names
+    assert sorted(n for n in names if not hasattr(cupy, n)) == []

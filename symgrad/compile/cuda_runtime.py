@@ -212,9 +212,11 @@ def as_device_array(value):
         d = value if getattr(value, "__cuda_ndarray__", False) else cuda.as_cuda_array(value)
         return getattr(d, "_ary", d)
     cupy = array_module()
-    if hasattr(value, "__cuda_array_interface__"):
-        return cupy.asarray(value)
-    return cupy.from_dlpack(value)
+    if isinstance(value, cupy.ndarray):
+        return value
+    if hasattr(value, "__dlpack__"):     # PyTorch, JAX: stream-ordered, no host sync
+        return cupy.from_dlpack(value)
+    return cupy.asarray(value)           # __cuda_array_interface__ (numba device arrays)
 
 
 def stand_in(array) -> numpy.ndarray:
@@ -248,6 +250,20 @@ def kernel_argument(array):
         return _fake_array()(array)
     return cuda.from_cuda_array_interface(array.__cuda_array_interface__, owner=array,
                                           sync=False)
+
+
+@lru_cache(maxsize=None)
+def _external_stream(ptr: int):
+    return cuda.external_stream(ptr)
+
+
+def launch_stream():
+    """The stream kernels are launched on: CuPy's current stream (so kernels and CuPy
+    steps stay ordered without a synchronisation); 0 (the default) under the simulator."""
+    if SIMULATOR:
+        return 0
+    ptr = array_module().cuda.get_current_stream().ptr
+    return 0 if ptr == 0 else _external_stream(ptr)
 
 
 def exported(array):
@@ -400,14 +416,15 @@ class CudaDriver:
         return self.module.bshape_(kernel.index, *[values.shape(i) for i in kernel.inputs])
 
     def launcher(self, kernel, size: int):
-        """The kernel bound to its launch configuration (both cached)."""
+        """The kernel bound to its launch configuration and stream (both cached)."""
         config = self.configs.get(size)
         if config is None:
             config = self.configs[size] = launch_config(size, device_limits(), BLOCK)
-        key = (kernel.index, *config)
+        stream = launch_stream()
+        key = (kernel.index, *config, stream)
         bound = self.bound.get(key)
-        if bound is None:
-            bound = self.bound[key] = self.kernels[kernel.index][config]
+        if bound is None or SIMULATOR:   # the simulator's kernel[...] configures itself
+            bound = self.bound[key] = self.kernels[kernel.index][(*config, stream)]
         return bound
 
     def launch(self, kernel, sh: tuple, values: _Values) -> None:
