@@ -251,3 +251,23 @@ def test_structural_steps_stay_on_the_device(cuda):
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.copy_to_host(), w, rtol=1e-12, atol=1e-12)
     assert not np.shares_memory(got[2]._ary, device[0]._ary)   # an input returned: a copy
+
+
+def test_explain_says_where_each_cuda_step_runs(cuda):
+    a = sg.placeholder("a", shape=(3, 4))
+    b = sg.placeholder("b", shape=(4, 2))
+    y = sg.reduce_sum(sg.tanh(sg.transpose(a @ b)))
+    f = sg.function([a, b], [y] + sg.gradients(y, [a, b]), target="cuda")
+    text = f.explain()
+    assert "numpy" not in text and "kernels run as numba.cuda device kernels" in text
+    assert "(device, library call: cuBLAS via CuPy)" in text and "(device step: CuPy)" in text
+    assert f.math == "libm" and f.target == "cuda"
+
+
+def test_no_target_name_comparisons_outside_the_targets_package():
+    pattern = re.compile(r"target\s*(==|!=|\bin\b|\bnot in\b)\s*[\"'(]|"
+                         r"[\"'](cpu|parallel|cuda)[\"']\s*(==|!=)\s*\w*target")
+    found = [f"{path.relative_to(ROOT)}:{n}" for path in (ROOT / "symgrad").rglob("*.py")
+             if "targets" not in path.parts
+             for n, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    assert found == []

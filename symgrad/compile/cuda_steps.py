@@ -40,7 +40,7 @@ from ..ops import structural as S
 from ..ops.indexing import checked_indices
 from ..ops.layout import split_bounds
 
-__all__ = ["FORMS", "StepContext", "run_step", "missing_forms"]
+__all__ = ["FORMS", "LIBRARY_CALLS", "StepContext", "run_step", "missing_forms"]
 
 
 @dataclass
@@ -365,3 +365,6 @@ FORMS: dict = {
     CUSTOM_GRADIENT: lambda ctx, node, y, *xs: ctx.xp.array(y, copy=True),
 }
 """Device form of every structural op, keyed by its record."""
+
+LIBRARY_CALLS = frozenset({S.matmul, C.einsum, C.tensordot})
+"""Forms that are one library call (cuBLAS through CuPy on a GPU)."""
