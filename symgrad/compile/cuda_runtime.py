@@ -63,7 +63,6 @@ SIMULATOR = bool(config.ENABLE_CUDASIM)
 PREFERRED_THREADS = 256      # threads per block (capped by the device and cuda_templates.BLOCK)
 WAVES = 2                    # grid = WAVES x (blocks resident on all SMs), for grid-stride loops
 SIM_THREADS, SIM_BLOCKS = 32, 2
-TILE = 8 if SIMULATOR else 16
 
 
 # --- what the generated module imports as ``math``, ``np`` and the helpers -----------------

@@ -38,7 +38,7 @@ Reductions (fused ``reduce_sum``/``reduce_mean``/``unbroadcast``)
   row-per-block layout with a block reduction is the planned improvement.
 
 Accumulators are float64 for float sums and int64 for integer/bool sums (as on the CPU);
-``cuda_runtime`` divides means and casts to the node's dtype in a small finishing kernel.
+``cuda_runtime.finish`` divides means and casts to the node's dtype on the device.
 """
 
 from __future__ import annotations
@@ -189,7 +189,7 @@ def module_source(plan: Plan, lowered: list, key: str) -> str:
     outs = ", ".join("None" if o is None else quoted(o.name) for o in plan.outputs)
     head = [f"# symgrad generated · key {key[:16]} · target cuda",
             f"# inputs: {ins or '-'}   outputs: {outs or '-'}",
-            "# structural steps run in symgrad.compile.cuda_runtime (see its docstring)",
+            "# structural steps run on the device: symgrad.compile.cuda_steps (CuPy)",
             "import numpy", "from numba import cuda, float64, int64", "",
             "from symgrad.compile.cuda_runtime import device_math as math",
             "from symgrad.compile.cuda_runtime import device_numpy as np",
