@@ -265,6 +265,10 @@ def launch_stream():
     return 0 if ptr == 0 else _external_stream(ptr)
 
 
+def _download_for_check(array) -> numpy.ndarray:
+    return to_host(array, "check")
+
+
 def exported(array):
     """A device-mode result: the CuPy array itself (GPU), a simulator device array."""
     return _fake_array()(array) if SIMULATOR else array
@@ -387,7 +391,7 @@ class CudaDriver:
         host_args = dict(values.host)
         self.check_lengths(values)
         shapes = {k.index: self.iteration_shape(k, values) for k in self.early}
-        ctx = StepContext(xp)
+        ctx = StepContext(xp, _download_for_check)
         for unit in self.plan.units:
             if isinstance(unit, Kernel):
                 sh = shapes.get(unit.index) or self.iteration_shape(unit, values)
@@ -407,7 +411,7 @@ class CudaDriver:
         if bool(to_host(xp.stack([flag for flag, _ in ctx.checks]).any(), "check")):
             for flag, raise_error in ctx.checks:
                 if bool(to_host(flag, "check")):
-                    raise_error()
+                    raise_error(_download_for_check)
 
     def iteration_shape(self, kernel, values: _Values) -> tuple:
         if is_fully_known(kernel.shape):

@@ -48,10 +48,12 @@ class StepContext:
     """What a form runs with: the array module and the deferred value checks of a call."""
 
     xp: Any
-    checks: list = field(default_factory=list)    # (device bool flag, raise_error())
+    download: Callable = numpy.asarray           # device -> host, for error messages only
+    checks: list = field(default_factory=list)    # (device flag, raise_error(download))
 
-    def check(self, bad, raise_error: Callable[[], None]) -> None:
-        """Record a device flag; ``raise_error()`` (host side) runs when it is true."""
+    def check(self, bad, raise_error: Callable[[Callable], None]) -> None:
+        """Record a device flag; when it is true the driver calls ``raise_error(download)``
+        (``download``: device array -> numpy, counted as a 'check' transfer)."""
         self.checks.append((bad, raise_error))
 
     def scatter_add(self, out, index, values) -> None:
@@ -102,12 +104,11 @@ def _indices(ctx, indices, n: int, wrap: bool, op: str, axis: int):
     low = -n if wrap else 0
     bad = (idx < low) | (idx >= n)
 
-    def raise_error() -> None:
-        from .cuda_runtime import to_host
-        checked_indices(to_host(indices, "check"), n, wrap, op, axis)
+    def raise_error(download: Callable) -> None:
+        checked_indices(download(indices), n, wrap, op, axis)
 
     if n == 0 and idx.size:
-        raise_error()
+        raise_error(ctx.download)
     ctx.check(bad.any(), raise_error)
     idx = xp.where(bad, 0, idx)
     return xp.where(idx < 0, idx + n, idx) if wrap else idx
