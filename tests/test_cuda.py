@@ -271,3 +271,23 @@ def test_no_target_name_comparisons_outside_the_targets_package():
              if "targets" not in path.parts
              for n, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
     assert found == []
+
+
+def test_pair_sums_run_as_one_device_nest(cuda):
+    """W3's pattern: a sum over a short trailing axis, a pair function, its gradient summed
+    over either index: one nest kernel (block rows, shared-memory row sums, atomics for
+    sums over the first index), no (N, N) temporary, same values as the cpu target."""
+    from symgrad.compile.nest import Nest
+
+    p = sg.placeholder("p", shape=(7, 3))
+    d = p[:, None, :] - p[None, :, :]
+    s = sg.exp(-sg.reduce_sum(d * d, axis=-1))
+    e = sg.reduce_sum(s) + sg.reduce_mean(sg.reduce_sum(s, axis=0)) + \
+        sg.reduce_sum(sg.reduce_sum(s, axis=1) ** 2)
+    outs = [e] + sg.gradients(e, p)
+    f = sg.function([p], outs, target="cuda")
+    nests = [u for u in f.plan.units if isinstance(u, Nest)]
+    assert nests and all(f"def _n{n.index}_cuda(" in f.source for n in nests)
+    assert "cuda.shared.array(BLOCK, float64)" in f.source
+    x = np.random.default_rng(4).normal(size=(7, 3))
+    both([p], outs, x)

@@ -55,8 +55,10 @@ from . import cache
 from .runtime import CompiledFunction, Fallback, bind_runtime
 from .cuda_templates import BLOCK, accumulator_dtype, module_source, output_mode
 from .lower import lower_kernel
+from .cuda_nest import device_nest_outputs, nest_inputs
 from .cuda_steps import StepContext, run_step
 from .oprules import FRESH_STEPS, PLACEHOLDER, S
+from .nest import Nest
 from .regions import Kernel, Step
 
 SIMULATOR = bool(config.ENABLE_CUDASIM)
@@ -284,7 +286,7 @@ def finish(xp, acc, dtype, count):
 
 # --- the driver ----------------------------------------------------------------------------
 
-CUDA_CODEGEN_VERSION = "cuda-2"
+CUDA_CODEGEN_VERSION = "cuda-3"
 
 
 class _Values:
@@ -327,6 +329,8 @@ class CudaDriver:
         self.module, self.plan, self.single = module, plan, single
         self.placeholders = plan.graph.placeholders
         self.kernels = {k.index: getattr(module, f"_k{k.index}_cuda") for k in plan.kernels}
+        self.nests = {u.index: getattr(module, f"_n{u.index}_cuda") for u in plan.units
+                      if isinstance(u, Nest)}
         self.early = [k for k in plan.kernels if not is_fully_known(k.shape) and
                       all(i.op is PLACEHOLDER or i.is_const for i in k.inputs)]
         self.const_device: dict = {}
@@ -396,6 +400,8 @@ class CudaDriver:
             if isinstance(unit, Kernel):
                 sh = shapes.get(unit.index) or self.iteration_shape(unit, values)
                 self.launch(unit, sh, values)
+            elif isinstance(unit, Nest):
+                self.launch_nest(unit, values)
             else:
                 node = unit.node
                 values.dev[node.index] = run_step(
@@ -418,17 +424,45 @@ class CudaDriver:
             return tuple(kernel.shape)
         return self.module.bshape_(kernel.index, *[values.shape(i) for i in kernel.inputs])
 
-    def launcher(self, kernel, size: int):
+    def launcher(self, kernel, size: int, nest: bool = False):
         """The kernel bound to its launch configuration and stream (both cached)."""
         config = self.configs.get(size)
         if config is None:
             config = self.configs[size] = launch_config(size, device_limits(), BLOCK)
         stream = launch_stream()
-        key = (kernel.index, *config, stream)
+        key = (kernel.index, nest, *config, stream)
         bound = self.bound.get(key)
         if bound is None or SIMULATOR:   # the simulator's kernel[...] configures itself
-            bound = self.bound[key] = self.kernels[kernel.index][(*config, stream)]
+            fn = self.nests[kernel.index] if nest else self.kernels[kernel.index]
+            bound = self.bound[key] = fn[(*config, stream)]
         return bound
+
+    def launch_nest(self, nest, values: _Values) -> None:
+        """One kernel for a whole loop nest (``cuda_nest``): rows over blocks."""
+        xp, r = values.xp, nest.rank
+        outs = device_nest_outputs(nest)
+        arrays = []
+        for o in outs:
+            shape = tuple(o.kernel.shape)
+            if not o.out.is_reduction:
+                arrays.append(xp.empty(shape, o.out.node.dtype))
+            else:
+                arrays.append(xp.zeros(tuple(1 if a in o.out.axes else shape[a]
+                                             for a in range(len(shape))), "float64"))
+        sh = tuple(nest.outer.shape)
+        ins = [kernel_argument(values.on_device(i)) for i in nest_inputs(nest)]
+        rows = math.prod(sh[:r - 1])
+        launch = self.launcher(nest, max(1, rows) * BLOCK, nest=True)
+        launch(*sh, *ins, *[kernel_argument(a) for a in arrays])
+        for o, a in zip(outs, arrays):
+            node = o.out.node
+            if not o.out.is_reduction:
+                values.dev[node.index] = a
+                continue
+            shape = tuple(o.kernel.shape)
+            count = math.prod(shape[k] for k in o.out.axes) if o.out.mean else None
+            values.dev[node.index] = finish(xp, a, node.dtype, count).reshape(
+                _reduced_shape(o.out, shape))
 
     def launch(self, kernel, sh: tuple, values: _Values) -> None:
         xp, rank = values.xp, len(sh)

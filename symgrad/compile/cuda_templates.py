@@ -46,8 +46,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..shapes import format_shape
+from .cuda_nest import nest_kernel_source
 from .driver import kernel_exprs
 from .lower import LoweredKernel
+from .nest import Nest
 from .printer import helpers_used
 from .regions import Kernel, KernelOutput, Plan
 from .templates import (LONG_POINT_DECORATOR, OPTIONS, POINT_DECORATOR, input_access, quoted,
@@ -200,6 +202,12 @@ def module_source(plan: Plan, lowered: list, key: str) -> str:
     parts = ["\n".join(head)]
     for lk in lowered:
         parts.append(_kernel_part(lk))
+    by_index = {lk.kernel.index: lk for lk in lowered}
+    for unit in plan.units:
+        if isinstance(unit, Nest):
+            parts.append(f"# nest {unit.index}: kernels "
+                         f"{', '.join(str(k.index) for k in unit.kernels)} in one kernel\n"
+                         + nest_kernel_source(unit, by_index, f"_n{unit.index}_cuda"))
     return "\n\n\n".join(parts) + "\n"
 
 

@@ -4,7 +4,7 @@ where its steps run, and (device targets) how a plan becomes a compiled function
 outside this package asks a target object; it never compares target names.
 
 >>> from symgrad.compile.targets import get
->>> get("cpu").nests, get("cuda").nests, get("cuda").math("fast")
+>>> get("cpu").nests, get("cuda").scatter, get("cuda").math("fast")
 (True, False, 'libm')
 >>> get("gpu")
 Traceback (most recent call last):

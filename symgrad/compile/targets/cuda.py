@@ -29,5 +29,5 @@ class CudaTarget(Target):
         return compile_cuda(inputs, outputs, plan, key, single)
 
 
-CUDA = CudaTarget("cuda", nests=False, scatter=False, device=True, fixed_math="libm",
+CUDA = CudaTarget("cuda", nests=True, scatter=False, device=True, fixed_math="libm",
                   kernels_run="numba.cuda device kernels")
