@@ -20,6 +20,7 @@ Units
 -----
 * kernels: ``cuda_templates`` (grid-stride loop, block tree + atomic reductions), bound
   to their launch configuration once and launched asynchronously;
+* loop nests (``nest.Nest``, pair sums): one kernel each, ``cuda_nest``;
 * structural steps (matmul, einsum, layout, indexing, scans, reductions, casts):
   ``cuda_steps.FORMS`` on the array module ``xp`` -- CuPy on a GPU (cuBLAS, CuPy's
   memory pool), numpy standing in for CuPy under the simulator;
