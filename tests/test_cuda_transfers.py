@@ -122,3 +122,77 @@ def test_every_array_function_of_the_forms_exists_in_cupy():
     names |= {"argmax", "argmin", "cumsum", "cumprod", "sum", "mean", "prod", "max", "min"}
     assert {"matmul", "einsum", "take", "moveaxis"} <= names
     assert sorted(n for n in names if not hasattr(cupy, n)) == []
+
+
+class _FakeCupyArray(np.ndarray):
+    """A "device" array of the fake CuPy below: numpy memory with a CAI-like marker."""
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "version": 3}
+
+
+def _fake_cupy():
+    """numpy dressed as CuPy: the module functions the GPU branch of cuda_runtime calls."""
+    import types
+
+    def wrapped(name: str):
+        fn = getattr(np, name)
+        if isinstance(fn, (type, np.ufunc)) or not callable(fn):
+            return fn        # dtypes, ufuncs (they keep the subclass), constants
+
+        def call(*args, **kw):
+            out = fn(*args, **kw)
+            return out.view(_FakeCupyArray) if type(out) is np.ndarray else out
+        return call
+
+    fake = types.ModuleType("cupy")
+    fake.__getattr__ = wrapped
+    fake.ndarray = _FakeCupyArray
+    fake.asarray = lambda a, *args, **kw: np.asarray(a, *args, **kw).view(_FakeCupyArray)
+    fake.asnumpy = lambda a: np.array(a, copy=True).view(np.ndarray)
+    fake.from_dlpack = lambda a: np.from_dlpack(a).view(_FakeCupyArray)
+    stream = types.SimpleNamespace(ptr=0)
+    fake.cuda = types.SimpleNamespace(get_current_stream=lambda: stream)
+    return fake
+
+
+def test_the_gpu_branch_with_numpy_dressed_as_cupy(runtime, monkeypatch):
+    """The code paths taken on a GPU (CuPy arrays, asnumpy, from_dlpack, kernels handed
+    arrays through __cuda_array_interface__ without a sync) run here with a fake CuPy."""
+    import sys
+
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    cuda, cuda_runtime = runtime
+    fake = _fake_cupy()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(cuda_runtime, "SIMULATOR", False)
+    monkeypatch.setattr(cuda_runtime.cuda, "from_cuda_array_interface",
+                        lambda desc, owner, sync: FakeCUDAArray(np.asarray(owner)),
+                        raising=False)
+    cuda_runtime.array_module.cache_clear()
+    try:
+        assert cuda_runtime.array_module() is fake
+        p = sg.placeholder("p", shape=(5, 3))
+        i = sg.placeholder("i", shape=(2,), dtype="int64")
+        d = p[:, None, :] - p[None, :, :]
+        e = sg.reduce_sum(sg.exp(-sg.reduce_sum(d * d, axis=-1))) + \
+            sg.reduce_sum(sg.tanh(sg.gather(p, i) @ sg.transpose(p)))
+        outs = [e, p] + sg.gradients(e, p)
+        x, idx = np.random.default_rng(6).normal(size=(5, 3)), np.array([4, 1])
+        want = sg.function([p, i], outs)(x, idx)
+        f = sg.function([p, i], outs, target="cuda")
+        host, counts = _counted(runtime, lambda: f(x, idx))
+        assert counts == {"input": 2, "output": 2, "check": 1}
+        assert all(type(h) is np.ndarray for h in host)
+        device = [fake.asarray(x), cuda.to_device(idx)]     # CuPy and numba device arrays
+        got, counts = _counted(runtime, lambda: f(*device))
+        assert counts == {"check": 1}
+        assert all(isinstance(g, _FakeCupyArray) for g in got)
+        assert not np.shares_memory(got[1], device[0])
+        for g, w, h in zip(got, want, host):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12)
+            np.testing.assert_allclose(h, w, rtol=1e-12)
+    finally:
+        cuda_runtime.array_module.cache_clear()
