@@ -250,8 +250,9 @@ def kernel_argument(array):
     without the stream synchronisation numba does by default for foreign arrays."""
     if SIMULATOR:
         return _fake_array()(array)
-    return cuda.from_cuda_array_interface(array.__cuda_array_interface__, owner=array,
-                                          sync=False)
+    desc = dict(array.__cuda_array_interface__)
+    desc.pop("stream", None)      # ordered by launch_stream: no per-array stream object
+    return cuda.from_cuda_array_interface(desc, owner=array, sync=False)
 
 
 @lru_cache(maxsize=None)
