@@ -36,8 +36,9 @@ from typing import Optional
 from ..shapes import format_shape, is_fully_known
 from .gather import gather_axes
 from .nest import Nest, nest_rejections
-from .oprules import VIEWS, threads_matmul
+from .oprules import VIEWS
 from .regions import Kernel, Plan, Step
+from .targets import get as get_target
 
 
 
@@ -93,9 +94,7 @@ def _kernel_lines(k: Kernel, label: str) -> list:
 
 def _step_line(step: Step, target: str) -> str:
     node = step.node
-    how = "numpy view" if node.op in VIEWS else "numpy"
-    if target == "parallel" and threads_matmul(node):
-        how = "numpy, split over the thread pool when large"
+    how = get_target(target).step_place(node)
     return (f"step      {node.op.name} '{node.name}' -> {format_shape(node.shape)} ({how})")
 
 
@@ -220,7 +219,8 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
     ins = ", ".join(f"{p.name} {p.dtype.name} {format_shape(p.shape)}" for p in inputs)
     head = (f"sg.function target={target!r}: {kernels} kernel{'s' * (kernels != 1)}, "
             f"{steps} step{'s' * (steps != 1)}, inputs {ins or 'none'}")
-    lines = [head] + _units(plan, target)
+    lines = [head] + ([f"kernels run as {get_target(target).kernels_run}"]
+                      if get_target(target).device else []) + _units(plan, target)
     temps = _temporaries(plan)
     known = sum(b for _, b in temps if b is not None)
     saved, reuse = _reuse_lines(plan, reused or {}, temps)
@@ -234,8 +234,9 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
     bounds = _boundaries(plan, _producers(plan))
     lines.append("fusion boundaries:" + ("" if bounds else " none"))
     lines += bounds
-    rejections = nest_rejections(plan) if target != "cuda" else []   # cuda has no nests
-    nests = [u for u in plan.units if isinstance(u, Nest)] if target != "cuda" else []
+    nesting = get_target(target).nests        # cuda has no nests
+    rejections = nest_rejections(plan) if nesting else []
+    nests = [u for u in plan.units if isinstance(u, Nest)] if nesting else []
     if rejections or nests:
         lines.append("loop nests:")
         lines += [f"  {r}" for r in rejections]
