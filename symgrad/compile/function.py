@@ -84,7 +84,7 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
     if spec.device:   # numba.cuda is imported only here (compile/targets/cuda.py)
         with phases.phase(f"{spec.name} module"):
             f = spec.compile(inputs, outputs, plan, key, single)
-        f.math = math
+        f.math, f.compiler = math, function
         phases.done()
         return f
 
@@ -104,5 +104,5 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
     cls = type("CompiledFunction", (CompiledFunction,), {"__call__": staticmethod(module.run)})
     f = cls(inputs, outputs, target, plan, module, source, key, single)
     module.__dict__.update(reference_=f._reference, compile_error_=f._compile_error)
-    f.cache_hit, f.math = not built, math
+    f.cache_hit, f.math, f.compiler = not built, math, function
     return f

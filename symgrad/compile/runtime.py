@@ -38,6 +38,8 @@ class CompiledFunction:
         self._single = single
         self._run = module.run
         self._sympy = None
+        self.math = "fast"        # set by sg.function: the math mode compiled
+        self.compiler = None      # set by sg.function: itself, to compile variants
         self.label = function_label(self.inputs, self.outputs)
         module.__dict__["label_"] = self.label     # how the driver's errors name this function
 
@@ -66,11 +68,10 @@ class CompiledFunction:
         """The function compiled with the axes in ``fixed`` of length 1 (cached)."""
         variants = self.__dict__.setdefault("_variants", {})
         if fixed not in variants:
-            from .function import function            # function builds on this module
             inputs, outputs = with_fixed_axes(self.inputs, self.outputs, fixed)
-            math = "fast" if "symgrad.compile.vecmath" in self.source else "libm"
-            variants[fixed] = function(inputs, outputs[0] if self._single else outputs,
-                                       target=self.target, math=math)
+            # sg.function itself, set by function.py (which builds on this module)
+            variants[fixed] = self.compiler(inputs, outputs[0] if self._single else outputs,
+                                            target=self.target, math=self.math)
             variants[fixed].label = self.label
             variants[fixed].module.__dict__["label_"] = self.label
         return variants[fixed]
