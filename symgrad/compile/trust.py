@@ -1,5 +1,6 @@
-"""What symgrad trusts: this user's secret key, and the MACs that bind a module's name and
-text, and each numba cache file's name and bytes, to it (docs/security.md). Also the one warning channel of the cache, ``warn_once``.
+"""What symgrad trusts: this user's secret key, and the MACs that bind to it a module's
+name and text, and each numba cache file's name and bytes (docs/security.md). Also the one
+warning channel of the cache, ``warn_once``.
 
 A key file is opened without following links or blocking and must be this user's regular
 32-byte file: one that group or others may read or write is replaced (with a warning); any
