@@ -210,6 +210,9 @@ class Tanh(sp.tanh):
         return TanhPrime(self.args[0])
 
 
+SCALAR_FUNCTIONS["Tanh"] = Tanh     # not a ScalarFunction (sympy's tanh), but printed alike
+
+
 class TanhPrime(ScalarFunction):
     """tanh'(x) = sech(x)**2, computed as 4 e / (1 + e)**2 with e = exp(-2|x|): no
     cancellation, no overflow (``scalar_math_v2.tanh_prime``; the fast form is
