@@ -415,6 +415,31 @@ def test_sealed_numba_files_are_loaded_not_recompiled(fresh, monkeypatch):
     assert loaded and all(result is not None for result in loaded)
 
 
+def test_numba_cudas_copy_of_the_cache_file_class_is_sealed_too(fresh, tmp_path):
+    """numba-cuda keeps its own IndexDataCacheFile; a class with the same members is
+    sealed the same way (and anything else leaves the kernel without a disk cache)."""
+    import pickle
+
+    from numba.core import caching
+
+    from symgrad.compile import numba_cache
+
+    class CudaCopy(caching.IndexDataCacheFile):   # stands in for numba-cuda's class
+        pass
+    files = CudaCopy(str(tmp_path), "m.k-1.py311", ("stamp", 1))
+    sealed = numba_cache.sealed_cache_file(files)
+    assert isinstance(sealed, CudaCopy) and isinstance(sealed, numba_cache.SealedFiles)
+    sealed.save("key", ("data",))
+    assert sealed.load("key") == ("data",)
+    index = tmp_path / "m.k-1.py311.nbi"
+    assert index.read_bytes().startswith(trust.NUMBA_MAGIC)
+    index.write_bytes(pickle.dumps(_Evil(fresh / "pwned")))
+    with pytest.warns(sg.CacheWarning, match="not sealed"):
+        assert sealed.load("key") is None
+    assert not (fresh / "pwned").exists()
+    assert numba_cache.sealed_cache_file(object()) is None
+
+
 def test_a_sealed_numba_file_moved_to_another_name_is_refused(fresh):
     """The MAC binds each file to its name: one kernel's sealed data cannot stand in for
     another's."""

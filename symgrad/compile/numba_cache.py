@@ -99,27 +99,46 @@ def guard_numba_cache(module: types.ModuleType) -> None:
     for value in list(vars(module).values()):
         inner = getattr(value, "_cache", None)
         if hasattr(inner, "load_overload") and not isinstance(inner, _GuardedCache):
-            files = getattr(inner, "_cache_file", None)
-            if not isinstance(files, IndexDataCacheFile):   # unknown: no cache, not unsealed
+            sealed = sealed_cache_file(getattr(inner, "_cache_file", None))
+            if sealed is None:          # a cache file class we do not know: no cache at all
                 value._cache = NullCache()
                 continue
-            inner._cache_file = SealedCacheFile.adopt(files)
+            inner._cache_file = sealed
             value._cache = _GuardedCache(inner, Path(module.__file__).parent / "__pycache__")
 
 
-class SealedCacheFile(IndexDataCacheFile):
-    """numba's index (``.nbi``) and data (``.nbc``) files of one kernel, each written as
-    ``trust.seal_bytes`` of numba's bytes and bound to its file name; a file is opened
-    without following links or blocking, read once, and only bytes whose MAC verifies are
-    unpickled. Anything else (planted, truncated, another key) reads as absent, with one
-    ``CacheWarning``: numba compiles and its next save replaces the file."""
+# what SealedFiles overrides or reads of numba's IndexDataCacheFile (numba-cuda keeps its
+# own copy of that class, with the same members)
+_CACHE_FILE_MEMBERS = ("_load_index", "_load_data", "_open_for_write", "_data_path")
+_SEALED_CLASSES: dict = {}
 
-    @classmethod
-    def adopt(cls, files: object) -> "SealedCacheFile":
-        """The sealed version of numba's ``IndexDataCacheFile`` ``files``."""
-        sealed = cls.__new__(cls)
-        sealed.__dict__.update(vars(files))
-        return sealed
+
+def sealed_cache_file(files: object) -> Optional["SealedFiles"]:
+    """``files`` (numba's ``IndexDataCacheFile`` of one kernel, or numba-cuda's copy of
+    that class) sealed (``SealedFiles``), with the same state; None for any other object."""
+    base = type(files)
+    if not all(callable(getattr(base, m, None)) for m in _CACHE_FILE_MEMBERS) or not all(
+            hasattr(files, a) for a in ("_index_path", "_version", "_source_stamp")):
+        return None
+    if isinstance(files, SealedFiles):
+        return files
+    cls = _SEALED_CLASSES.get(base)
+    if cls is None:
+        cls = SealedCacheFile if base is IndexDataCacheFile else type(
+            "Sealed" + base.__name__, (SealedFiles, base), {})
+        _SEALED_CLASSES[base] = cls
+    sealed = cls.__new__(cls)
+    sealed.__dict__.update(vars(files))
+    return sealed
+
+
+class SealedFiles:
+    """Mixed into numba's cache-file class: the index (``.nbi``) and data (``.nbc``) files
+    of one kernel are each written as ``trust.seal_bytes`` of numba's bytes, bound to the
+    file's name; a file is opened without following links or blocking, read once, and only
+    bytes whose MAC verifies are unpickled. Anything else (planted, truncated, another key)
+    reads as absent, with one ``CacheWarning``: numba compiles and its next save replaces
+    the file."""
 
     def _load_index(self) -> dict:
         payload = self._read_sealed(self._index_path)
@@ -162,6 +181,10 @@ class SealedCacheFile(IndexDataCacheFile):
                       "symgrad: truncated, corrupted or foreign); compiled without it",
                       "nothing to do: it is replaced")
         return payload
+
+
+class SealedCacheFile(SealedFiles, IndexDataCacheFile):
+    """numba's ``IndexDataCacheFile``, sealed (``SealedFiles``)."""
 
 
 class _GuardedCache:

@@ -200,7 +200,7 @@ class Tanh(sp.tanh):
 
     >>> x = sp.Symbol("x", real=True)
     >>> sp.diff(Tanh(x), x), sp.diff(Tanh(x), x, 2)
-    (TanhPrime(x), -2*TanhPrime(x)*tanh(x))
+    (TanhPrime(x), -2*tanh(x)*TanhPrime(x))
     """
 
     numpy_form = staticmethod(np.tanh)
