@@ -47,7 +47,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy
-from numba import config, cuda, float32, float64
+
+from .cuda_compat import ensure_numpy_names
+
+ensure_numpy_names()         # before numba.cuda: numba-cuda 0.30.x needs numpy.row_stack
+from numba import config, cuda, float32, float64  # noqa: E402 - after the shim above
 from numba.core.errors import NumbaError
 
 from ..shapes import is_fully_known
