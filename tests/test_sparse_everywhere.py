@@ -155,3 +155,33 @@ def test_tape_jacobian_equals_sg_jacobian():
     np.testing.assert_allclose(batch[0], want, rtol=1e-12)
     want_rev = sg.evaluate(sg.jacobian(y, x), {x: point[::-1]})
     np.testing.assert_allclose(batch[1], want_rev, rtol=1e-12)
+
+
+# --- one table for both batch axes (vmap and the Dask rows) --------------------------------------
+def test_shared_tables_drive_both_batch_axes():
+    from symgrad.batching import BATCH_RULES, PER_AXIS, TRAILING_CORE, batch_graph
+    from symgrad.distributed.analysis import analyse
+    from symgrad.distributed.axes import RULES
+    from symgrad.errors import ChunkError
+
+    assert set(TRAILING_CORE) | set(PER_AXIS) <= set(BATCH_RULES) & set(RULES)
+    rows = sg.placeholder("rows", shape=(None, 3, 3))
+    cases = [sg.tril(rows), sg.diag_part(rows), sg.trace(rows), sg.cast(rows, "float32"),
+             sg.pad(rows, [[0, 0], [1, 1], [0, 2]]), sg.tile(rows, [1, 2, 1])]
+    for node in cases:
+        assert analyse([rows], [node]).axis_of(node) == 0, node.op.name
+    for bad, why in [(sg.diag_part(sg.transpose(rows, (1, 2, 0))), "last 2 axes"),
+                     (sg.pad(rows, [[1, 0], [0, 0], [0, 0]]), "paddings"),
+                     (sg.tile(rows, [2, 1, 1]), "multiples")]:
+        with pytest.raises(ChunkError, match=why):
+            analyse([rows], [bad])
+    # vmap of the same ops, analysed by the chunking rules, keeps the rows at axis 0
+    x = sg.placeholder("x", shape=(3, 3))
+    for build in (sg.tril, sg.diag_part, sg.trace, lambda t: sg.pad(t, [[1, 0], [0, 2]]),
+                  lambda t: sg.tile(t, [2, 1])):
+        node = build(x)
+        ((batched, flag),) = batch_graph([node], {id(x): (x, rows)}, None)
+        assert flag and analyse([rows], [batched]).axis_of(batched) == 0
+        value = np.arange(18.0).reshape(2, 3, 3)
+        want = np.stack([sg.evaluate(node, {x: v}) for v in value])
+        np.testing.assert_allclose(sg.evaluate(batched, {rows: value}), want)

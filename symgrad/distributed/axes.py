@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Union
 
+from ..batching import PER_AXIS, TRAILING_CORE, per_axis_entries
+
 from ..graph.tensor import Tensor, describe
 from ..ops import indexing as I
 from ..ops import layout as L
@@ -173,7 +175,22 @@ def _broadcast_to(node: Tensor, axes: list) -> Axis:
     return pos
 
 
-def _same(node: Tensor, axes: list) -> Axis:
+def _leading(node: Tensor, axes: list) -> Axis:
+    """An op of ``batching.TRAILING_CORE``: the rows' axis passes when it is a leading axis,
+    outside the ``core`` trailing axes the op acts on."""
+    core = TRAILING_CORE[node.op]
+    if axes[0] >= len(node.inputs[0].shape) - core:
+        raise Unchunkable(f"{node.op.name} acts on its last {core} axes, the batch axis "
+                          "among them")
+    return axes[0]
+
+
+def _per_axis(node: Tensor, axes: list) -> Axis:
+    """An op of ``batching.PER_AXIS`` (pad, tile): the rows pass where their entry is the
+    neutral one (no padding, one copy)."""
+    attr, neutral = PER_AXIS[node.op]
+    if per_axis_entries(node)[axes[0]] != neutral:
+        raise Unchunkable(f"its {attr} change the batch axis")
     return axes[0]
 
 
@@ -264,12 +281,14 @@ RULES: dict = {
     S.unbroadcast: _unbroadcast, S.unbroadcast_any: _unbroadcast,
     S.axis_size: _axis_size, S.matmul: _matmul, S.transpose: _transpose,
     S.reshape: _reshape, S.reshape_like: _reshape, S.expand_dims: _expand_dims,
-    S.broadcast_like: _broadcast_like, S.cast: _same, S.getitem: _getitem,
+    S.broadcast_like: _broadcast_like, S.getitem: _getitem,
     S.getitem_grad: _getitem_grad,
     L.squeeze: _squeeze, L.broadcast_to: _broadcast_to, L.concat: _along_axis,
     L.stack: _stack, L.unstack: _unstack, L.concat_part: _along_axis, L.split: _along_axis,
     I.gather: _gather, I.gather_grad: _gather_grad, L.reverse: _along_axis, L.roll: _along_axis,
     scan.cumsum: _along_axis, scan.cumprod: _along_axis, scan.shift: _along_axis,
+    # one table with batching.BATCH_RULES for these families:
+    **{op: _leading for op in TRAILING_CORE}, **{op: _per_axis for op in PER_AXIS},
 }
 
 # ones_like / zeros_like read only the shape of their input
