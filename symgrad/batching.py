@@ -242,6 +242,26 @@ def _tile_grad(node, args, batched, k):
                  multiples=(1,) + tuple(node.attrs["multiples"]))
 
 
+# Ops whose attribute ``attr`` names input axes, and what they do along them: ``kind`` is
+# how a reduction combines (sum, mean, prod, max, min), None for a rank-keeping op along
+# the axes (scans, reverse, roll, split). One table for both batch axes: vmap shifts the
+# named axes by one; the Dask chunking analysis (``distributed/axes.py``) cuts the rows
+# where a reduction's axes include them and refuses them along a rank-keeping op's axes.
+AXIS_ATTR: dict = {
+    S.reduce_sum: ("axes", "sum"), S.reduce_mean: ("axes", "mean"),
+    S.reduce_prod: ("axes", "prod"), S.reduce_max: ("axes", "max"),
+    S.reduce_min: ("axes", "min"), SC.cumsum: ("axis", None), SC.cumprod: ("axis", None),
+    SC.shift: ("axis", None), L.split: ("axis", None), L.reverse: ("axes", None),
+    L.roll: ("axes", None),
+}
+
+
+def _named_axes(node, args, batched, k):
+    attr, _ = AXIS_ATTR[node.op]
+    value = node.attrs[attr]
+    return _same(node, args, **{attr: value + 1 if isinstance(value, int) else _shift(value)})
+
+
 # Ops with one attribute entry per input axis, and the entry that leaves an axis alone.
 # One table for both batch axes: vmap prepends the neutral entry for the new axis; the
 # Dask chunking analysis (``distributed/axes.py``) lets the rows' axis pass where its
@@ -258,10 +278,6 @@ def per_axis_entries(node: Tensor) -> tuple:
 def _per_axis(node, args, batched, k):
     attr, neutral = PER_AXIS[node.op]
     return _same(node, args, **{attr: (neutral,) + per_axis_entries(node)})
-
-
-def _roll(node, args, batched, k):
-    return _same(node, args, axes=_shift(node.attrs["axes"]))
 
 
 def _matmul(node, args, batched, k):
@@ -314,22 +330,21 @@ def fallback_rule(node: Tensor, args: list, batched: tuple, k: int) -> Tensor:
 
 
 BATCH_RULES: dict = {
-    S.reduce_sum: _axes_rule("axes"), S.reduce_mean: _axes_rule("axes"),
-    S.reduce_prod: _axes_rule("axes"), S.reduce_max: _axes_rule("axes"),
-    S.reduce_min: _axes_rule("axes"), S.prod_others: _axes_rule("axes"),
+    S.prod_others: _axes_rule("axes"),
     S.matmul: _matmul, S.transpose: _transpose, S.reshape: _reshape,
     S.reshape_like: _reshape_like, S.expand_dims: _axes_rule("axes"),
     S.broadcast_like: _broadcast_like, S.unbroadcast: _unbroadcast,
     S.getitem: _getitem, S.getitem_grad: _getitem_grad,
     I.gather: _gather, I.gather_grad: _gather_grad,
-    SC.cumsum: _axis_rule, SC.cumprod: _axis_rule, SC.shift: _axis_rule, SC.linrec: _linrec,
+    SC.linrec: _linrec,
     C.einsum: _einsum, C.tensordot: _tensordot,
     B.diag_fill: _diag_fill,
     L.concat: _all_batched_axis, L.concat_part: _concat_part, L.stack: _all_batched_axis,
-    L.unstack: _axis_rule, L.split: _axis_rule, L.squeeze: _axes_rule("axes"),
+    L.unstack: _axis_rule, L.squeeze: _axes_rule("axes"),
     L.broadcast_to: _broadcast_to, L.tile_grad: _tile_grad,
-    L.reverse: _axes_rule("axes"), L.roll: _roll,
-    **{op: _attrs_same for op in TRAILING_CORE}, **{op: _per_axis for op in PER_AXIS},
+    # the families shared with the Dask chunking analysis (distributed/axes.py)
+    **{op: _named_axes for op in AXIS_ATTR}, **{op: _attrs_same for op in TRAILING_CORE},
+    **{op: _per_axis for op in PER_AXIS},
 }
 
 # Inputs an op reads only for their shape: a batched one never makes the output batched.

@@ -159,25 +159,29 @@ def test_tape_jacobian_equals_sg_jacobian():
 
 # --- one table for both batch axes (vmap and the Dask rows) --------------------------------------
 def test_shared_tables_drive_both_batch_axes():
-    from symgrad.batching import BATCH_RULES, PER_AXIS, TRAILING_CORE, batch_graph
+    from symgrad.batching import AXIS_ATTR, BATCH_RULES, PER_AXIS, TRAILING_CORE, batch_graph
     from symgrad.distributed.analysis import analyse
     from symgrad.distributed.axes import RULES
     from symgrad.errors import ChunkError
 
-    assert set(TRAILING_CORE) | set(PER_AXIS) <= set(BATCH_RULES) & set(RULES)
+    assert set(AXIS_ATTR) | set(TRAILING_CORE) | set(PER_AXIS) <= set(BATCH_RULES) & set(RULES)
     rows = sg.placeholder("rows", shape=(None, 3, 3))
-    cases = [sg.tril(rows), sg.diag_part(rows), sg.trace(rows), sg.cast(rows, "float32"),
+    cases = [sg.cumsum(rows, axis=2), sg.reverse(rows, [1]), sg.reduce_max(rows, axis=1),
+             sg.tril(rows), sg.diag_part(rows), sg.trace(rows), sg.cast(rows, "float32"),
              sg.pad(rows, [[0, 0], [1, 1], [0, 2]]), sg.tile(rows, [1, 2, 1])]
     for node in cases:
         assert analyse([rows], [node]).axis_of(node) == 0, node.op.name
-    for bad, why in [(sg.diag_part(sg.transpose(rows, (1, 2, 0))), "last 2 axes"),
+    assert [c.kind for c in analyse([rows], [sg.reduce_prod(rows, axis=0)]).cuts] == ["prod"]
+    for bad, why in [(sg.cumsum(rows, axis=0), "along the batch axis"),
+                     (sg.diag_part(sg.transpose(rows, (1, 2, 0))), "last 2 axes"),
                      (sg.pad(rows, [[1, 0], [0, 0], [0, 0]]), "paddings"),
                      (sg.tile(rows, [2, 1, 1]), "multiples")]:
         with pytest.raises(ChunkError, match=why):
             analyse([rows], [bad])
     # vmap of the same ops, analysed by the chunking rules, keeps the rows at axis 0
     x = sg.placeholder("x", shape=(3, 3))
-    for build in (sg.tril, sg.diag_part, sg.trace, lambda t: sg.pad(t, [[1, 0], [0, 2]]),
+    for build in (lambda t: sg.cumsum(t, axis=1), lambda t: sg.reduce_min(t, axis=0),
+                  lambda t: sg.roll(t, 1, axis=0), sg.tril, sg.diag_part, sg.trace, lambda t: sg.pad(t, [[1, 0], [0, 2]]),
                   lambda t: sg.tile(t, [2, 1])):
         node = build(x)
         ((batched, flag),) = batch_graph([node], {id(x): (x, rows)}, None)
