@@ -109,8 +109,18 @@ def elementwise_rule(node: Tensor, args: list, batched: tuple, k: int) -> Tensor
 
 
 def _attrs_same(node, args, batched, k):
-    """Ops on trailing axes only (cast, tril, diag, trace, one_hot ...): leading axes pass."""
+    """Ops on trailing axes only (``TRAILING_CORE``): leading axes pass."""
     return _same(node, args)
+
+
+# Ops that act on their input's trailing ``core`` axes only; every leading axis passes to
+# the output unchanged, in place. One table for both batch axes: here (vmap) a new leading
+# axis passes, so the op is applied as it is; the Dask chunking analysis
+# (``distributed/axes.py``) derives from it that a rows' axis among the leading ones stays
+# where it is, and that one inside the core cannot be chunked.
+TRAILING_CORE: dict = {
+    S.cast: 0, I.one_hot: 0, B.tril: 2, B.triu: 2, B.diag: 1, B.diag_part: 2, B.trace: 2,
+}
 
 
 def _axes_rule(attr: str) -> Rule:
@@ -225,8 +235,6 @@ def _broadcast_to(node, args, batched, k):
     return _same(node, [expand_to(args[0], len(shape))], shape=(k,) + shape)
 
 
-def _tile(node, args, batched, k):
-    return _same(node, args, multiples=(1,) + tuple(node.attrs["multiples"]))
 
 
 def _tile_grad(node, args, batched, k):
@@ -234,12 +242,42 @@ def _tile_grad(node, args, batched, k):
                  multiples=(1,) + tuple(node.attrs["multiples"]))
 
 
-def _pad(node, args, batched, k):
-    return _same(node, args, paddings=((0, 0),) + tuple(tuple(p) for p in node.attrs["paddings"]))
+# Ops whose attribute ``attr`` names input axes, and what they do along them: ``kind`` is
+# how a reduction combines (sum, mean, prod, max, min), None for a rank-keeping op along
+# the axes (scans, reverse, roll, split). One table for both batch axes: vmap shifts the
+# named axes by one; the Dask chunking analysis (``distributed/axes.py``) cuts the rows
+# where a reduction's axes include them and refuses them along a rank-keeping op's axes.
+AXIS_ATTR: dict = {
+    S.reduce_sum: ("axes", "sum"), S.reduce_mean: ("axes", "mean"),
+    S.reduce_prod: ("axes", "prod"), S.reduce_max: ("axes", "max"),
+    S.reduce_min: ("axes", "min"), SC.cumsum: ("axis", None), SC.cumprod: ("axis", None),
+    SC.shift: ("axis", None), L.split: ("axis", None), L.reverse: ("axes", None),
+    L.roll: ("axes", None),
+}
 
 
-def _roll(node, args, batched, k):
-    return _same(node, args, axes=_shift(node.attrs["axes"]))
+def _named_axes(node, args, batched, k):
+    attr, _ = AXIS_ATTR[node.op]
+    value = node.attrs[attr]
+    return _same(node, args, **{attr: value + 1 if isinstance(value, int) else _shift(value)})
+
+
+# Ops with one attribute entry per input axis, and the entry that leaves an axis alone.
+# One table for both batch axes: vmap prepends the neutral entry for the new axis; the
+# Dask chunking analysis (``distributed/axes.py``) lets the rows' axis pass where its
+# entry is the neutral one.
+PER_AXIS: dict = {L.pad: ("paddings", (0, 0)), L.tile: ("multiples", 1)}
+
+
+def per_axis_entries(node: Tensor) -> tuple:
+    """The node's per-axis entries (``PER_AXIS``), each normalised to a hashable value."""
+    attr, _ = PER_AXIS[node.op]
+    return tuple(tuple(e) if isinstance(e, (list, tuple)) else e for e in node.attrs[attr])
+
+
+def _per_axis(node, args, batched, k):
+    attr, neutral = PER_AXIS[node.op]
+    return _same(node, args, **{attr: (neutral,) + per_axis_entries(node)})
 
 
 def _matmul(node, args, batched, k):
@@ -292,22 +330,21 @@ def fallback_rule(node: Tensor, args: list, batched: tuple, k: int) -> Tensor:
 
 
 BATCH_RULES: dict = {
-    S.reduce_sum: _axes_rule("axes"), S.reduce_mean: _axes_rule("axes"),
-    S.reduce_prod: _axes_rule("axes"), S.reduce_max: _axes_rule("axes"),
-    S.reduce_min: _axes_rule("axes"), S.prod_others: _axes_rule("axes"),
+    S.prod_others: _axes_rule("axes"),
     S.matmul: _matmul, S.transpose: _transpose, S.reshape: _reshape,
     S.reshape_like: _reshape_like, S.expand_dims: _axes_rule("axes"),
     S.broadcast_like: _broadcast_like, S.unbroadcast: _unbroadcast,
-    S.getitem: _getitem, S.getitem_grad: _getitem_grad, S.cast: _attrs_same,
-    I.gather: _gather, I.gather_grad: _gather_grad, I.one_hot: _attrs_same,
-    SC.cumsum: _axis_rule, SC.cumprod: _axis_rule, SC.shift: _axis_rule, SC.linrec: _linrec,
+    S.getitem: _getitem, S.getitem_grad: _getitem_grad,
+    I.gather: _gather, I.gather_grad: _gather_grad,
+    SC.linrec: _linrec,
     C.einsum: _einsum, C.tensordot: _tensordot,
-    B.tril: _attrs_same, B.triu: _attrs_same, B.diag: _attrs_same, B.diag_part: _attrs_same,
-    B.trace: _attrs_same, B.diag_fill: _diag_fill,
+    B.diag_fill: _diag_fill,
     L.concat: _all_batched_axis, L.concat_part: _concat_part, L.stack: _all_batched_axis,
-    L.unstack: _axis_rule, L.split: _axis_rule, L.squeeze: _axes_rule("axes"),
-    L.broadcast_to: _broadcast_to, L.tile: _tile, L.tile_grad: _tile_grad, L.pad: _pad,
-    L.reverse: _axes_rule("axes"), L.roll: _roll,
+    L.unstack: _axis_rule, L.squeeze: _axes_rule("axes"),
+    L.broadcast_to: _broadcast_to, L.tile_grad: _tile_grad,
+    # the families shared with the Dask chunking analysis (distributed/axes.py)
+    **{op: _named_axes for op in AXIS_ATTR}, **{op: _attrs_same for op in TRAILING_CORE},
+    **{op: _per_axis for op in PER_AXIS},
 }
 
 # Inputs an op reads only for their shape: a batched one never makes the output batched.

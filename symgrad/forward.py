@@ -199,7 +199,7 @@ def forward_sweep(ys: list, xs: list, tangents: list) -> list:
 
 
 def jvp(ys: Any, xs: Any, tangents: Any, unconnected_gradients: Any = "zero",
-        name: Optional[str] = "jvp") -> list:
+        name: Optional[str] = "jvp", batched: bool = False) -> list:
     """Forward mode: for each y, ``sum over x of (dy/dx) . tangent_x``, shaped like y.
 
     ``tangents`` holds one Tensor or array per x, of exactly x's shape (ValueError
@@ -207,6 +207,10 @@ def jvp(ys: Any, xs: Any, tangents: Any, unconnected_gradients: Any = "zero",
     shape (``unconnected_gradients='zero'``, the default, as ``jax.jvp``), None
     ('none', as TF's ``ForwardAccumulator.jvp``) or an UnconnectedGradientError
     ('raise'). Returns a list of graph Tensors, differentiable again.
+
+    ``batched=True``: every tangent has one extra leading axis of length k (the same
+    static k for all) and each result has shape ``(k,) + y.shape``: the k Jacobian-vector
+    products of one forward sweep carrying a batch axis (``symgrad/batching.py``).
 
     >>> import symgrad as sg
     >>> x = sg.placeholder("x", shape=(2,))
@@ -223,16 +227,65 @@ def jvp(ys: Any, xs: Any, tangents: Any, unconnected_gradients: Any = "zero",
         raise ValueError(f"sg.jvp: got {len(tangents)} tangents for {len(xs)} xs; pass one "
                          "tangent per x")
     policy = unconnected_policy(unconnected_gradients, "sg.jvp")
+    if batched:
+        return _batched_jvp(ys, xs, tangents, policy, name)
     with name_scope(name):
         seeds = [_tangent("sg.jvp", x, k, t) for k, (x, t) in enumerate(zip(xs, tangents))]
         results = forward_sweep(ys, xs, seeds)
         return [_finish(y, k, r, policy) for k, (y, r) in enumerate(zip(ys, results))]
 
 
-def _finish(y: Tensor, k: int, tangent: Optional[Tensor], policy) -> Optional[Tensor]:
+def _batched_tangent(x: Any, k: int, value: Any) -> Tensor:
+    """A batch of tangents for xs[k]: shape (k,) + x.shape, x's dtype (checked)."""
+    if not isinstance(value, Tensor):
+        dtype = x.dtype if isinstance(x, Tensor) else None
+        try:
+            value = constant(np.asarray(value, dtype=dtype))
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"sg.jvp(batched=True): tangents[{k}] cannot be converted to "
+                            f"an array: {exc}") from exc
+    if value.ndim < 1:
+        raise ShapeError(f"sg.jvp(batched=True): tangents[{k}] must have a leading batch "
+                         f"axis, got shape {format_shape(value.shape)}")
+    _tangent("sg.jvp(batched=True)", x, k, F.getitem(value, (0,)))   # x, dtype, shape
+    return value
+
+
+def _batched_jvp(ys: list, xs: list, tangents: list, policy, name: Optional[str]) -> list:
+    """k jvps in one sweep: the plain sweep with stand-in tangents, then batched."""
+    from .batching import _BROADCASTS, batch_graph, broadcast_batch
+    from .ops.sources import placeholder
+
+    batches = [_batched_tangent(x, k, t) for k, (x, t) in enumerate(zip(xs, tangents))]
+    sizes = {b.shape[0] for b in batches}
+    if None in sizes or len(sizes) != 1:
+        raise ShapeError("sg.jvp(batched=True): every tangent needs the same static batch "
+                         "length k (leading axis), got "
+                         f"{', '.join(format_shape(b.shape) for b in batches)}")
+    k = sizes.pop()
+    with name_scope(name):
+        stand_ins = [placeholder(f"batch_tangent_{j}", x.shape, x.dtype)
+                     for j, x in enumerate(xs)]
+        results = forward_sweep(ys, xs, stand_ins)
+        replace = {id(s): (s, F.cast(b, s.dtype) if b.dtype != s.dtype else b)
+                   for s, b in zip(stand_ins, batches)}
+        out = batch_graph(results, replace, k)
+        try:
+            return [_finish(y, j, None if r is None else
+                            (r[0] if r[1] else broadcast_batch(r[0], k)), policy, k)
+                    for j, (y, r) in enumerate(zip(ys, out))]
+        finally:
+            _BROADCASTS.clear()
+
+
+def _finish(y: Tensor, k: int, tangent: Optional[Tensor], policy,
+            batch: Optional[int] = None) -> Optional[Tensor]:
     if tangent is not None:
         return tangent
     if policy is UnconnectedGradients.ZERO:
+        if batch is not None:
+            from .batching import broadcast_batch
+            return broadcast_batch(F.zeros_like(y), batch)
         return F.zeros_like(y)
     if policy is UnconnectedGradients.RAISE:
         raise UnconnectedGradientError(f"sg.jvp: ys[{k}] {describe(y)} does not depend on "

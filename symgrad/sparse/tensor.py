@@ -24,40 +24,28 @@ import numpy as np
 from ..graph.tensor import Tensor
 
 
-class SparseTensor:
-    """``values`` (a graph Tensor of shape (nnz,)) in the CSR pattern ``indices``,
-    ``indptr`` of dense ``shape``; ``info`` says how it was computed (colours, mode)."""
+class CsrLayout:
+    """A fixed CSR pattern (``indices``, ``indptr``, ``shape``, ``dtype``) that turns a
+    data array into a ``csr_array``; what a compiled function keeps of a SparseTensor
+    (no graph: it pickles with the function)."""
 
-    def __init__(self, values: Tensor, indices: np.ndarray, indptr: np.ndarray, shape: tuple,
+    def __init__(self, indices: np.ndarray, indptr: np.ndarray, shape: tuple, dtype: Any,
                  name: str = "sparse", info: Optional[dict] = None):
-        indices = np.array(indices, dtype=np.int32 if shape[1] < 2**31 else np.int64)
-        indptr = np.array(indptr, dtype=indices.dtype)
-        if values.shape != (indices.size,):
-            raise ValueError(f"sg.SparseTensor: values '{values.name}' must have shape "
-                             f"({indices.size},) (one entry per pattern nonzero), got "
-                             f"{values.shape}")
-        if indptr.size != shape[0] + 1:
-            raise ValueError(f"sg.SparseTensor: indptr must have {shape[0] + 1} entries for "
-                             f"{shape[0]} rows, got {indptr.size}")
-        indices.setflags(write=False)
-        indptr.setflags(write=False)
-        self.values, self.indices, self.indptr = values, indices, indptr
-        self.shape, self.name, self.info = tuple(shape), name, dict(info or {})
+        self.indices, self.indptr, self.shape = indices, indptr, tuple(shape)
+        self.dtype, self.name, self.info = np.dtype(dtype), name, dict(info or {})
         self._template = None
 
     @property
     def nnz(self) -> int:
         return int(self.indices.size)
 
-    @property
-    def dtype(self) -> np.dtype:
-        return self.values.dtype
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_template": None}
 
-    def pattern(self):
-        """The boolean ``csr_array`` of the structure."""
-        import scipy.sparse as sparse
-        return sparse.csr_array((np.ones(self.nnz, bool), self.indices, self.indptr),
-                                shape=self.shape)
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        for array in (self.indices, self.indptr):
+            array.setflags(write=False)
 
     def to_scipy(self, data: np.ndarray):
         """``data`` (the values tensor's value) as a ``csr_array`` in this pattern: a
@@ -76,12 +64,8 @@ class SparseTensor:
         out.data = data
         return out
 
-    def __repr__(self) -> str:
-        return (f"<sg.SparseTensor '{self.name}' shape={self.shape} nnz={self.nnz} "
-                f"dtype={self.dtype.name}>")
-
     def describe(self) -> str:
-        """One line for ``f.explain()``: pattern, colours and the seed batch."""
+        """One line for ``f.explain()``: pattern, colours, mode and the seed batch."""
         i = self.info
         line = f"'{self.name}' {self.shape[0]}x{self.shape[1]}, nnz {self.nnz}"
         if "colours" in i:
@@ -90,31 +74,100 @@ class SparseTensor:
         return line
 
 
+class SparseTensor:
+    """``values`` (a graph Tensor of shape (nnz,)) in the CSR pattern ``indices``,
+    ``indptr`` of dense ``shape``; ``info`` says how it was computed (colours, mode)."""
+
+    def __init__(self, values: Tensor, indices: np.ndarray, indptr: np.ndarray, shape: tuple,
+                 name: str = "sparse", info: Optional[dict] = None):
+        indices = np.array(indices, dtype=np.int32 if shape[1] < 2**31 else np.int64)
+        indptr = np.array(indptr, dtype=indices.dtype)
+        if values.shape != (indices.size,):
+            raise ValueError(f"sg.SparseTensor: values '{values.name}' must have shape "
+                             f"({indices.size},) (one entry per pattern nonzero), got "
+                             f"{values.shape}")
+        if indptr.size != shape[0] + 1:
+            raise ValueError(f"sg.SparseTensor: indptr must have {shape[0] + 1} entries for "
+                             f"{shape[0]} rows, got {indptr.size}")
+        indices.setflags(write=False)
+        indptr.setflags(write=False)
+        self.values = values
+        self.layout = CsrLayout(indices, indptr, shape, values.dtype, name, info)
+
+    indices = property(lambda self: self.layout.indices)
+    indptr = property(lambda self: self.layout.indptr)
+    shape = property(lambda self: self.layout.shape)
+    name = property(lambda self: self.layout.name)
+    info = property(lambda self: self.layout.info)
+    nnz = property(lambda self: self.layout.nnz)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.values.dtype
+
+    def pattern(self):
+        """The boolean ``csr_array`` of the structure."""
+        import scipy.sparse as sparse
+        return sparse.csr_array((np.ones(self.nnz, bool), self.indices, self.indptr),
+                                shape=self.shape)
+
+    def to_scipy(self, data: np.ndarray):
+        """``data`` as a ``csr_array`` sharing this pattern's ``indices``/``indptr``."""
+        return self.layout.to_scipy(data)
+
+    def __repr__(self) -> str:
+        return (f"<sg.SparseTensor '{self.name}' shape={self.shape} nnz={self.nnz} "
+                f"dtype={self.dtype.name}>")
+
+    def describe(self) -> str:
+        """One line for ``f.explain()``: pattern, colours and the seed batch."""
+        return self.layout.describe()
+
+
 def split_sparse(outputs: Any) -> tuple:
     """(outputs with each SparseTensor replaced by its values tensor, a function that
     wraps the results back), or (outputs, None) when there is no SparseTensor."""
     if isinstance(outputs, SparseTensor):
-        return outputs.values, outputs.to_scipy
+        return outputs.values, Wrap({None: outputs.layout})
     if isinstance(outputs, (Tensor, type(None))) or not isinstance(outputs, (list, tuple)):
         return outputs, None
     sparse = {k: o for k, o in enumerate(outputs) if isinstance(o, SparseTensor)}
     if not sparse:
         return outputs, None
     plain = [o.values if k in sparse else o for k, o in enumerate(outputs)]
+    return plain, Wrap({k: o.layout for k, o in sparse.items()})
 
-    def wrap(results: list) -> list:
-        return [sparse[k].to_scipy(r) if k in sparse else r for k, r in enumerate(results)]
-    return plain, wrap
+
+class Wrap:
+    """Results -> results with the sparse ones as ``csr_array``s: ``layouts`` maps an
+    output position (None: the single output) to its ``CsrLayout``. Picklable."""
+
+    def __init__(self, layouts: dict):
+        self.layouts = layouts
+
+    def __call__(self, results: Any) -> Any:
+        layouts = self.layouts
+        if None in layouts:
+            return layouts[None].to_scipy(results)
+        return [layouts[k].to_scipy(r) if k in layouts else r for k, r in enumerate(results)]
 
 
 class SparseFunction:
-    """A compiled function whose sparse outputs come back as ``csr_array``s."""
+    """A compiled function whose sparse outputs come back as ``csr_array``s; it pickles
+    as its inner compiled function plus the patterns."""
 
-    def __init__(self, inner: Any, wrap: Callable, sparse: list):
-        self.inner, self.wrap, self.sparse = inner, wrap, sparse
+    def __init__(self, inner: Any, wrap: Wrap):
+        self.inner, self.wrap = inner, wrap
+
+    @property
+    def sparse(self) -> list:
+        return list(self.wrap.layouts.values())
 
     def __call__(self, *args, **kwargs):
         return self.wrap(self.inner(*args, **kwargs))
+
+    def __reduce__(self) -> tuple:
+        return SparseFunction, (self.inner, self.wrap)
 
     def explain(self) -> str:
         lines = [self.inner.explain(), "sparse outputs (CSR, pattern fixed at compile time):"]
@@ -122,7 +175,7 @@ class SparseFunction:
         return "\n".join(lines)
 
     def __getattr__(self, name: str):   # inputs, outputs, plan, source... of the inner one
-        if name == "inner":
+        if name in ("inner", "wrap") or name.startswith("__"):
             raise AttributeError(name)
         return getattr(self.inner, name)
 
@@ -137,6 +190,4 @@ def sparse_function(compile_fn: Callable, inputs: Any, outputs: Any,
     plain, wrap = split_sparse(outputs)
     if wrap is None:
         return None
-    listed = outputs if isinstance(outputs, (list, tuple)) else [outputs]
-    sparse = [o for o in listed if isinstance(o, SparseTensor)]
-    return SparseFunction(compile_fn(inputs, plain, **options), wrap, sparse)
+    return SparseFunction(compile_fn(inputs, plain, **options), wrap)
