@@ -95,13 +95,16 @@ def _jacobians(y: Tensor, xs: list, policy, api: str) -> list:
 
 
 def jacobian(y: Tensor, x: Any, unconnected_gradients: Any = "none",
-             name: Optional[str] = "jacobian", sparse: bool = False) -> Any:
+             name: Optional[str] = "jacobian", sparse: bool = False,
+             mode: str = "auto") -> Any:
     """The full Jacobian d y / d x, shape ``y.shape + x.shape`` (y's shape static; x may
     have unknown dims when y has rank 1, or one unknown dim).
 
     ``x`` may be a list of Tensors (a list of Jacobians is returned). An x that y does
     not depend on gives None ('none'), zeros ('zero') or UnconnectedGradientError
-    ('raise'), as ``sg.gradients``.
+    ('raise'), as ``sg.gradients``. ``sparse=True``: a ``sg.SparseTensor`` in the exact
+    pattern (docs/sparsity.md), by forward or reverse mode (``mode="auto"``: whichever
+    colouring needs fewer colours; ``"forward"``, ``"reverse"``).
 
     >>> import symgrad as sg
     >>> x = sg.placeholder("x", shape=(3,))
@@ -111,7 +114,7 @@ def jacobian(y: Tensor, x: Any, unconnected_gradients: Any = "none",
     if sparse:
         from .sparse import sparse_jacobian
 
-        return sparse_jacobian(y, x)
+        return sparse_jacobian(y, x, mode=mode)
     policy = unconnected_policy(unconnected_gradients, "sg.jacobian")
     xs = list(x) if isinstance(x, (list, tuple)) else [x]
     with name_scope(name):

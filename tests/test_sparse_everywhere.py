@@ -189,3 +189,16 @@ def test_shared_tables_drive_both_batch_axes():
         value = np.arange(18.0).reshape(2, 3, 3)
         want = np.stack([sg.evaluate(node, {x: v}) for v in value])
         np.testing.assert_allclose(sg.evaluate(batched, {rows: value}), want)
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse", "auto"])
+def test_jacobian_sparse_mode_is_passed_through(mode):
+    """sg.jacobian(..., sparse=True, mode=...) reaches the compressed evaluation."""
+    x = sg.placeholder("x", shape=(6,))
+    y = sg.sin(x[1:]) * x[:-1] ** 2
+    jac = sg.jacobian(y, x, sparse=True, mode=mode)
+    if mode != "auto":
+        assert jac.info["mode"].startswith(mode)
+    feed = {x: np.linspace(-1.0, 1.0, 6)}
+    np.testing.assert_allclose(sg.evaluate(jac, feed).toarray(),
+                               sg.evaluate(sg.jacobian(y, x), feed), rtol=1e-12)
