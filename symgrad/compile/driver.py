@@ -16,6 +16,7 @@ from .lower import LoweredKernel
 from .oprules import PARALLEL_STEP_FORMS, PLACEHOLDER, STEP_FORMS, VIEWS, S, index_text
 from .nest import NEST_MATH, Nest, nest_inputs, nest_outputs, nest_source
 from .regions import Kernel, Plan, Step
+from .targets import get as get_target
 from .threaded_matmul import CHUNKS_PER_THREAD
 from .printer import helpers_used
 from .reuse import merged_inputs, one_array, reuse_plan
@@ -57,7 +58,7 @@ class ModuleWriter:
     def __init__(self, plan: Plan, lowered: list, target: str, key: str, math: str = "libm"):
         self.plan, self.lowered, self.target, self.key = plan, lowered, target, key
         self.math = math
-        self.parallel = target == "parallel"
+        self.parallel = get_target(target).threads
         self.lines: list = []
         # parallel kernels run in chunks on the pool (threaded_matmul.run_chunks), not in
         # OpenMP regions: no worker spins for a core a matmul block waits for, and a chunk
