@@ -23,9 +23,11 @@ True
 from __future__ import annotations
 
 import logging
+import threading
 import types
 import warnings
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -33,6 +35,7 @@ logger = logging.getLogger("symgrad")
 
 UNKNOWN_LENGTH = 3   # a length >= 3: strided views keep their general layout
 LIBM = "_libm"
+_PATCH_LOCK = threading.RLock()   # one compile_module patches numba's typing at a time
 
 
 class _Stop(Exception):
@@ -77,6 +80,36 @@ def dummy_arguments(inputs: list, scalars: bool) -> list:
             for p in inputs]
 
 
+@contextmanager
+def memoised_typing() -> Iterator[None]:
+    """numba types each scalar operation of a body by trying every template of its
+    function (``operator.mul`` has dozens), again for every occurrence. While generated
+    kernels compile, the signature of a builtin function on plain number and boolean types
+    is remembered per typing context (templates of such calls are pure): about a third of
+    numba's time on bodies of thousands of statements."""
+    from numba.core import types as nt
+    from numba.core.types.functions import BaseFunction
+
+    original = BaseFunction.get_call_type
+    memo: dict = {}
+
+    def get_call_type(self, context, args, kws):
+        if kws or not all(isinstance(a, (nt.Number, nt.Boolean)) and
+                          not isinstance(a, nt.Literal) for a in args):
+            return original(self, context, args, kws)
+        key = (self, context, args)
+        if key not in memo:
+            memo[key] = original(self, context, args, kws)
+        return memo[key]
+
+    with _PATCH_LOCK:
+        BaseFunction.get_call_type = get_call_type
+        try:
+            yield
+        finally:
+            BaseFunction.get_call_type = original
+
+
 def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
                    scalar_path: bool) -> int:
     """Compile every numba function that ``module.run`` calls; returns how many dry runs
@@ -101,15 +134,16 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
     if scalar_path:
         runs.append((True, parallel_at))
     done = 0
-    for scalars, threshold in runs:
-        namespace["PARALLEL_AT_"] = threshold
-        if _dry_run(run, dummy_arguments(inputs, scalars)):
-            done += 1
-    for name, dispatcher in found.items():
-        twin = found.get(name[:-len(LIBM)]) if name.endswith(LIBM) else None
-        if twin is not None:
-            for signature in list(twin.signatures):
-                dispatcher.compile(signature)
+    with memoised_typing():
+        for scalars, threshold in runs:
+            namespace["PARALLEL_AT_"] = threshold
+            if _dry_run(run, dummy_arguments(inputs, scalars)):
+                done += 1
+        for name, dispatcher in found.items():
+            twin = found.get(name[:-len(LIBM)]) if name.endswith(LIBM) else None
+            if twin is not None:
+                for signature in list(twin.signatures):
+                    dispatcher.compile(signature)
     _bind_entries(module, found, entries)
     return done
 
