@@ -115,6 +115,10 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
     """Compile every numba function that ``module.run`` calls; returns how many dry runs
     completed. ``parallel_at``: the driver's size threshold for parallel loops (0 when it
     has none to choose); ``scalar_path``: the driver has a Python-float fast path."""
+    from numba.core import config
+
+    if config.DISABLE_JIT:    # plain Python functions: nothing to compile
+        return 0
     found = dispatchers(module)
     entries = getattr(module, "ENTRIES_", {})
     scalar = {id(found[name]) for name in entries.values() if name in found}
@@ -143,7 +147,7 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
             twin = found.get(name[:-len(LIBM)]) if name.endswith(LIBM) else None
             if twin is not None:
                 for signature in list(twin.signatures):
-                    dispatcher.compile(signature)
+                    _dry_run(dispatcher.compile, [signature])
     _bind_entries(module, found, entries)
     return done
 

@@ -49,7 +49,7 @@ class Phases:
     """The phases of one compile of ``what`` (e.g. ``"f(x, y) target='cpu'"``)."""
 
     def __init__(self, what: str, stream: Optional[TextIO] = ...,
-                 show_after: float = SHOW_AFTER):
+                 show_after: Optional[float] = None):
         self.what = what
         self.stream = _terminal() if stream is ... else stream
         self.start = time.perf_counter()
@@ -59,7 +59,8 @@ class Phases:
         self.lock = threading.Lock()
         self.timer = None
         if self.stream is not None:
-            self.timer = threading.Timer(show_after, self._show)
+            self.timer = threading.Timer(SHOW_AFTER if show_after is None else show_after,
+                                         self._show)
             self.timer.daemon = True
             self.timer.start()
 
