@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..shapes import format_shape, is_fully_known
-from .lower import LoweredKernel
+from .lower import LoweredKernel, alias_module_calls
 from .oprules import (PARALLEL_STEP_FORMS, PLACEHOLDER, STEP_FORMS, VIEWS, S, index_text,
                       threads_matmul)
 from .nest import NEST_MATH, Nest, nest_inputs, nest_outputs, nest_source
@@ -65,6 +65,11 @@ class ModuleWriter:
                                             for u in plan.units)
         self.chunk_loops: set = set()
         self.reuse = reuse_plan(plan, lambda k: not checks_trig(lowered[k.index], math))
+        self.aliases: list = []
+        for lk in lowered:
+            if lk.texts is not None:   # straight kernels: module functions as globals
+                lk.texts, lines = alias_module_calls(lk.texts)
+                self.aliases += [line for line in lines if line not in self.aliases]
 
     # --- the whole module ---------------------------------------------------------------
     def source(self) -> str:
@@ -83,7 +88,8 @@ class ModuleWriter:
                    "run_chunks as chunks_"] if self.parallel else []), "",
                 f"FASTMATH = {_fastmath()}", "f32 = np.float32", "array = np.array",
                 "ndarray = np.ndarray", f"REUSED = {self.reused()}",
-                f"PARALLEL_AT_ = {PARALLEL_THRESHOLD}   # elements: a parallel loop from here", ""]
+                f"PARALLEL_AT_ = {PARALLEL_THRESHOLD}   # elements: a parallel loop from here",
+                *sorted(self.aliases), ""]
         parts = ["\n".join(head)]
         for unit in self.plan.units:
             if isinstance(unit, Kernel):
