@@ -4,17 +4,19 @@ jax.jit(value_and_grad), float32 and float64, with bytes-moved / bandwidth floor
     python -m benchmarks.cuda_bench [--quick] [--dtype float32|float64] [--only W1,W3,W4]
 
 Workloads: W1 (N = 1e7, 1e8), W3 (N = 3000, 20000), W4 (B = 4096). Inputs live on the
-device before timing (symgrad gets numba device arrays, torch CUDA tensors, jax device
-arrays); every timed call ends with a device synchronize. The floor is the bytes the
-call must read and write once; floor / time is the bandwidth achieved, shown next to the
-device's peak (memory clock x bus width). Exits 0 with a message when no GPU is present.
+device before timing: symgrad gets CuPy arrays (and, as extra rows, numba device arrays
+and torch CUDA tensors through DLPack, when installed), torch CUDA tensors, jax device
+arrays; every timed call ends with a device synchronize; the median of the timed calls
+is reported. The floor is the bytes the call must read and write once; floor / time is
+the bandwidth achieved, shown next to the device's peak (memory clock x bus width). The
+run ends with the issue-18 table (median ms per system). Exits 0 with a message when no
+GPU is present. Needs ``pip install symgrad[cuda]`` (numba-cuda, CuPy).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -74,16 +76,17 @@ def data_for(mod, case: dict, dtype: str) -> dict:
     return {k: (v.astype(dtype) if v.dtype.kind == "f" else v) for k, v in data.items()}
 
 
-def time_call(call, sync, repeats: int = 5) -> float:
+def time_call(call, sync, repeats: int = 7) -> float:
+    """Median seconds of ``repeats`` synchronised calls, after one warm-up call."""
     call()
     sync()                                              # compile + warm up
-    best = math.inf
+    times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         call()
         sync()
-        best = min(best, time.perf_counter() - t0)
-    return best
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
 
 
 def names(mod):
@@ -91,7 +94,9 @@ def names(mod):
             tuple(getattr(mod, "CONSTS", ())))
 
 
-def symgrad_call(mod, data, cuda):
+def symgrad_call(mod, data, cuda, kind: str = "cupy"):
+    """symgrad's value-and-gradients call on device arrays of ``kind``: 'cupy',
+    'numba' (device arrays) or 'torch' (CUDA tensors, taken through DLPack)."""
     from benchmarks.frameworks import _sg_ops
     ops = _sg_ops()
     sg = ops.mod
@@ -101,7 +106,14 @@ def symgrad_call(mod, data, cuda):
     value = getattr(mod, "symgrad_loss", mod.loss)(ops, *phs, *[ops.const(data[n])
                                                                  for n in consts])
     f = sg.function(phs, [value, *sg.gradients(value, phs[:len(diff)])], target="cuda")
-    args = [cuda.to_device(data[n]) for n in diff + inputs]
+    if kind == "cupy":
+        import cupy
+        args = [cupy.asarray(data[n]) for n in diff + inputs]
+    elif kind == "torch":
+        import torch
+        args = [torch.tensor(data[n], device="cuda") for n in diff + inputs]
+    else:
+        args = [cuda.to_device(data[n]) for n in diff + inputs]
     return lambda: f(*args)
 
 
@@ -140,9 +152,13 @@ def run(key, case, dtype, cuda, peak):
     label = ", ".join(f"{k}={v:.0e}" if v >= 10**6 else f"{k}={v}" for k, v in case.items())
     at_peak = f" = {floor / peak * 1e3:.3f} ms at peak {peak / 1e9:.0f} GB/s" if peak else ""
     print(f"\n{key} {label} {dtype}: floor {floor / 1e6:.1f} MB{at_peak}")
-    systems = [("symgrad cuda", lambda: (symgrad_call(mod, data, cuda), cuda.synchronize)),
-               ("torch cuda autograd", lambda: torch_call(mod, data)),
-               ("jax.jit(value_and_grad)", lambda: jax_call(mod, data))]
+    systems = [(SYMGRAD, lambda: (symgrad_call(mod, data, cuda, "cupy"), cuda.synchronize)),
+               ("symgrad cuda, numba in", lambda: (symgrad_call(mod, data, cuda, "numba"),
+                                                   cuda.synchronize)),
+               ("symgrad cuda, torch in", lambda: (symgrad_call(mod, data, cuda, "torch"),
+                                                   cuda.synchronize)),
+               (TORCH, lambda: torch_call(mod, data)),
+               (JAX, lambda: jax_call(mod, data))]
     base = None
     rows = []
     for name, make in systems:
@@ -166,10 +182,35 @@ def run(key, case, dtype, cuda, peak):
     return {"workload": key, "case": case, "dtype": dtype, "floor_bytes": floor, "rows": rows}
 
 
+SYMGRAD, TORCH, JAX = "symgrad cuda", "torch cuda autograd", "jax.jit(value_and_grad)"
+
+
+def issue_table(results: list) -> str:
+    """The issue-18 table: one row per workload, case and dtype; median ms per system."""
+    systems = [SYMGRAD, JAX, TORCH]
+    lines = ["| workload | " + " | ".join(systems) + " |",
+             "|---|" + "---|" * len(systems)]
+    for r in results:
+        case = ", ".join(f"{k}={v:.0e}" if v >= 10**6 else f"{k}={v}"
+                         for k, v in r["case"].items())
+        cells = []
+        for name in systems:
+            row = next((x for x in r["rows"] if x["system"] == name), None)
+            cells.append("-" if row is None else "failed" if "error" in row
+                         else f"{row['seconds'] * 1e3:.3g} ms")
+        lines.append(f"| {r['workload']} {case} {r['dtype']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _release_memory() -> None:
     """Give cached device memory back between systems (one process holds all three)."""
     import gc
     gc.collect()
+    try:
+        import cupy
+        cupy.get_default_memory_pool().free_all_blocks()
+    except Exception:  # noqa: BLE001 - CuPy absent
+        pass
     try:
         import torch
         torch.cuda.empty_cache()
@@ -200,6 +241,7 @@ def main(argv=None) -> int:
                    if isinstance(cuda.get_current_device().name, bytes)
                    else str(cuda.get_current_device().name),
                    "peak_bytes_per_s": peak, "results": results}, fh, indent=1)
+    print("\n" + issue_table(results))
     print(f"wrote {args.json}")
     return 0
 

@@ -79,3 +79,13 @@ __all__ += ["define_op"]
 # dask: compiled functions called with dask arrays (symgrad/distributed, docs/dask.md)
 from .errors import ChunkError  # noqa: E402
 __all__ += ["ChunkError"]
+# forward mode (symgrad/forward.py, symgrad/ops/jvp.py, symgrad/tape/forward.py)
+from .forward import hvp, jvp  # noqa: E402
+__all__ += ["hvp", "jvp"]
+from .tape.forward import ForwardAccumulator  # noqa: E402
+__all__ += ["ForwardAccumulator"]
+# v3 sparsity: exact patterns, colouring, compressed sparse Jacobians/Hessians (symgrad/sparse,
+# docs/sparsity.md)
+from . import sparse  # noqa: E402
+from .sparse import SparseTensor, hessian_sparsity, sparsity  # noqa: E402
+__all__ += ["SparseTensor", "hessian_sparsity", "sparsity"]

@@ -27,6 +27,7 @@ differentiated again.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import Any, Callable
 
@@ -49,21 +50,51 @@ def custom_gradient(f: Callable) -> Callable:
 
     y may be a Tensor or a list/tuple of them; ``grad_fn`` is then called once with one
     upstream per output (zeros for the outputs a gradient does not come through).
-    Keyword arguments are passed to ``f`` and never differentiated.
-    """
-    name = getattr(f, "__name__", "custom_gradient")
+    Keyword arguments are passed to ``f`` and never differentiated. As in TF, a method of
+    a class may be decorated: ``self`` is bound, never an input. Eagerly, tapes that were
+    recording when ``f`` is called do not record ``f``'s own ops (only the custom node), but
+    a tape started inside ``f`` does, so ``grad_fn`` may call ``tape.gradient`` on it (and,
+    in graphs, ``sg.gradients`` on ``f``'s ops).
 
-    @functools.wraps(f)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    >>> import symgrad as sg
+    >>> class Model:
+    ...     @sg.custom_gradient
+    ...     def multiply(self, x1, x2):
+    ...         return x1 * x2, lambda dy: (dy * x1, dy * x2)   # switched, as TF's test
+    >>> a, b = sg.constant(3.0), sg.constant(5.0)
+    >>> [float(sg.evaluate(g)) for g in sg.gradients(Model().multiply(a, b), [a, b])]
+    [3.0, 5.0]
+    """
+    return _CustomGradient(f)
+
+
+class _CustomGradient:
+    """``@sg.custom_gradient(f)``: callable like ``f``; bound like a method in a class (TF's
+    ``Bind``: ``instance.method`` decorates the bound method)."""
+
+    def __init__(self, f: Callable):
+        self._f = f
+        self._name = getattr(f, "__name__", "custom_gradient")
+        functools.update_wrapper(self, f)
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        if instance is None:
+            return self
+        return _CustomGradient(self._f.__get__(instance, owner))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if any(isinstance(a, Tensor) for a in args):
-            y, grad_fn = _split(f(*args, **kwargs), name)
-        else:  # eager: f's own ops are not recorded; the custom node is
-            with state.pause_recording():
-                y, grad_fn = _split(f(*args, **kwargs), name)
+            y, grad_fn = _split(self._f(*args, **kwargs), self._name)
+        else:  # eager: f's own ops are not recorded by the tapes recording now
+            with contextlib.ExitStack() as stack:
+                for tape in state.recording_tapes():
+                    stack.enter_context(tape.stop_recording())
+                y, grad_fn = _split(self._f(*args, **kwargs), self._name)
         outputs = flatten(y)
-        group = _Group(grad_fn, outputs, name)
+        group = _Group(grad_fn, outputs, self._name)
         group.members = [apply(CUSTOM_GRADIENT, (o,) + args, {"group": group, "index": k})
                          for k, o in enumerate(outputs)]
         return unflatten(y, list(group.members))
 
-    return wrapper
+    def __repr__(self) -> str:
+        return f"<sg.custom_gradient {self._name}>"

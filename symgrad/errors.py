@@ -60,3 +60,21 @@ class CacheWarning(UserWarning):
 class ChunkError(SymgradError, ValueError):
     """A compiled function cannot run chunk by chunk on dask arrays (a node needs the whole
     batch axis at once, or the batch inputs are chunked differently)."""
+
+
+# --- introspection and interop (issue 20) -------------------------------------------------
+class NoFormulaError(SymgradError, ValueError):
+    """``sg.to_sympy`` of a tensor that depends on an op with no index formula (matmul,
+    gather, a non-scalar constant, ...): its element is not a formula of placeholder
+    elements that symgrad can write, so none is shown."""
+
+
+class FallbackWarning(UserWarning):
+    """A compiled function ran a call with the numpy reference interpreter instead of its
+    kernels (slower, same values); the message says why. Warned once per function."""
+
+
+class ArgumentError(SymgradError, TypeError):
+    """A compiled function called with the wrong number of arguments or an unknown
+    keyword, or a placeholder fed a value that is not array data (None, a dict, a
+    string). Wrong dtypes and shapes of array data are ``FeedError`` (ValueError)."""

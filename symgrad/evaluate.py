@@ -69,6 +69,10 @@ def evaluate(outputs: Any, feed_dict: Mapping | None = None) -> Any:
     ``feed_dict`` maps placeholder Tensors (or their names) to values. Returns a list,
     or a single array when ``outputs`` is a single Tensor.
     """
+    from .sparse.tensor import split_sparse   # sg.SparseTensor outputs: csr_array results
+    outputs, wrap_sparse = split_sparse(outputs)
+    if wrap_sparse is not None:
+        return wrap_sparse(evaluate(outputs, feed_dict))
     outputs, single = output_list(outputs, "sg.evaluate")
     order = topological_order([o for o in outputs if o is not None])
     values = _feed_values(placeholders_of(order), {} if feed_dict is None else feed_dict)

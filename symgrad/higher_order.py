@@ -1,8 +1,9 @@
 """Derivatives beyond one gradient: ``sg.jacobian`` and ``sg.hessians`` (``tf.hessians``).
 
-Both are built from ordinary ``sg.gradients`` calls, one per component of the output,
-each seeded with a one-hot ``grad_ys``; the rows are joined with ``sg.stack`` and
-``sg.reshape``. Shapes must be static. The result is an ordinary graph Tensor: it can be
+Each is ONE batched reverse sweep (``sg.gradients(..., batched=True)``, see
+``symgrad/batching.py``) seeded with the identity, so the graph's size does not grow with
+the number of outputs. Shapes must be static. ``sparse=True`` returns the structured
+form of ``symgrad.sparse``. The result is an ordinary graph Tensor: it can be
 evaluated, compiled by ``sg.function`` and differentiated again.
 
 >>> import symgrad as sg
@@ -29,7 +30,6 @@ from .errors import ShapeError, UnconnectedGradientError
 from .graph.naming import name_scope
 from .graph.tensor import Tensor, describe
 from .ops import api as F
-from .ops.layout_api import stack
 from .ops.sources import constant
 from .shapes import format_shape, is_fully_known
 
@@ -44,62 +44,77 @@ def _static_shape(t: Tensor, api: str, what: str) -> tuple:
     return tuple(t.shape)
 
 
-def _one_hot_seeds(y: Tensor) -> list:
-    """One constant per entry of ``y``: 1 at that entry, 0 elsewhere (y's dtype)."""
-    n = int(np.prod(y.shape, dtype=np.int64))
-    seeds = []
-    for k in range(n):
-        seed = np.zeros(n, dtype=y.dtype)
-        seed[k] = 1
-        seeds.append(constant(seed.reshape(y.shape)))
-    return seeds
-
-
-def _assemble(rows: list, y_shape: tuple, x: Tensor) -> Tensor:
-    """Rows d y[k] / d x (None: zeros) as one Tensor of shape y_shape + x.shape."""
-    rows = [F.zeros_like(x) if r is None else r for r in rows]
-    if len(rows) == 1:
-        return F.reshape(rows[0], y_shape + tuple(x.shape))
-    return F.reshape(stack(rows, axis=0), y_shape + tuple(x.shape))
+def identity_seeds(y: Tensor) -> Tensor:
+    """The k = y.size one-hot seeds of y, shape ``(k,) + y.shape`` (a ``one_hot`` of
+    ``arange(k)``: the graph holds k integers, not a k-by-k constant)."""
+    k = int(np.prod(y.shape, dtype=np.int64))
+    eye = F.one_hot(constant(np.arange(k, dtype=np.int64)), k, dtype=y.dtype)
+    return F.reshape(eye, (k,) + tuple(y.shape))
 
 
 def _unconnected(x: Tensor, y_shape: tuple, policy, api: str, k: int) -> Optional[Tensor]:
     if policy is UnconnectedGradients.ZERO:
-        return constant(np.zeros(y_shape + tuple(x.shape), dtype=x.dtype))
+        if is_fully_known(x.shape):
+            return constant(np.zeros(y_shape + tuple(x.shape), dtype=x.dtype))
+        lead = F.expand_dims(F.zeros_like(x), tuple(range(len(y_shape))))
+        return lead + constant(np.zeros(y_shape + (1,) * x.ndim, dtype=x.dtype))
     if policy is UnconnectedGradients.RAISE:
         raise UnconnectedGradientError(f"{api}: x[{k}] {describe(x)} is not connected to y; "
                                        "use unconnected_gradients='none' or 'zero'")
     return None
 
 
+def _check_x(x: Tensor, y_shape: tuple, api: str, what: str) -> None:
+    """x may have unknown dims where the rows need no reshape (y of rank 1) or one -1 does."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{api}: {what} must be a symgrad Tensor, got {type(x).__name__} {x!r}")
+    if len(y_shape) != 1 and sum(d is None for d in x.shape) > 1:
+        _static_shape(x, api, what)
+
+
+def _rows_shape(y_shape: tuple, x: Tensor) -> tuple:
+    return y_shape + tuple(-1 if d is None else d for d in x.shape)
+
+
 def _jacobians(y: Tensor, xs: list, policy, api: str) -> list:
+    """One batched sweep seeded with the identity: rows d y[i] / d x, reshaped."""
     y_shape = _static_shape(y, api, "y")
     for k, x in enumerate(xs):
-        _static_shape(x, api, f"x[{k}]")
-    rows = [gradients(y, xs, grad_ys=seed, name=None) for seed in _one_hot_seeds(y)]
+        _check_x(x, y_shape, api, f"x[{k}]")
+    if int(np.prod(y_shape, dtype=np.int64)) == 0:
+        rows = [None] * len(xs)
+    else:
+        rows = gradients(y, xs, grad_ys=identity_seeds(y), name=None, batched=True)
     results = []
-    for k, x in enumerate(xs):
-        column = [row[k] for row in rows]
-        if all(r is None for r in column):
+    for k, (x, row) in enumerate(zip(xs, rows)):
+        if row is None:
             results.append(_unconnected(x, y_shape, policy, api, k))
         else:
-            results.append(_assemble(column, y_shape, x))
+            results.append(row if len(y_shape) == 1 else F.reshape(row, _rows_shape(y_shape, x)))
     return results
 
 
 def jacobian(y: Tensor, x: Any, unconnected_gradients: Any = "none",
-             name: Optional[str] = "jacobian") -> Any:
-    """The full Jacobian d y / d x, shape ``y.shape + x.shape`` (static shapes).
+             name: Optional[str] = "jacobian", sparse: bool = False,
+             mode: str = "auto") -> Any:
+    """The full Jacobian d y / d x, shape ``y.shape + x.shape`` (y's shape static; x may
+    have unknown dims when y has rank 1, or one unknown dim).
 
     ``x`` may be a list of Tensors (a list of Jacobians is returned). An x that y does
     not depend on gives None ('none'), zeros ('zero') or UnconnectedGradientError
-    ('raise'), as ``sg.gradients``.
+    ('raise'), as ``sg.gradients``. ``sparse=True``: a ``sg.SparseTensor`` in the exact
+    pattern (docs/sparsity.md), by forward or reverse mode (``mode="auto"``: whichever
+    colouring needs fewer colours; ``"forward"``, ``"reverse"``).
 
     >>> import symgrad as sg
     >>> x = sg.placeholder("x", shape=(3,))
     >>> sg.evaluate(sg.jacobian(sg.reduce_sum(x * x), x), {x: [1.0, 2.0, 3.0]})
     array([2., 4., 6.])
     """
+    if sparse:
+        from .sparse import sparse_jacobian
+
+        return sparse_jacobian(y, x, mode=mode)
     policy = unconnected_policy(unconnected_gradients, "sg.jacobian")
     xs = list(x) if isinstance(x, (list, tuple)) else [x]
     with name_scope(name):
@@ -108,7 +123,8 @@ def jacobian(y: Tensor, x: Any, unconnected_gradients: Any = "none",
 
 
 def hessians(ys: Any, xs: Any, name: str = "hessians", colocate_gradients_with_ops: bool = True,
-             gate_gradients: bool = False, aggregation_method: Any = None) -> list:
+             gate_gradients: bool = False, aggregation_method: Any = None,
+             sparse: bool = False) -> list:
     """``tf.hessians``: for each x, the Hessian of sum(ys), shape ``x.shape + x.shape``.
 
     Only the diagonal blocks: ``hessians(y, [x, z])[1]`` is d2 y / dz2, with no cross
@@ -123,13 +139,21 @@ def hessians(ys: Any, xs: Any, name: str = "hessians", colocate_gradients_with_o
     [array([[0., 0.],
            [0., 0.]]), array(6.)]
     """
+    if sparse:
+        from .sparse import sparse_hessian
+
+        return sparse_hessian(ys, list(xs) if isinstance(xs, (list, tuple)) else [xs])
     xs = list(xs) if isinstance(xs, (list, tuple)) else [xs]
+    for k, x in enumerate(xs):
+        if not isinstance(x, Tensor):
+            raise ValueError(f"sg.hessians: xs[{k}] must be a symgrad Tensor with a static "
+                             f"shape, got {type(x).__name__} {x!r}")
+        _static_shape(x, "sg.hessians", f"xs[{k}]")
     with name_scope(name):
         firsts = gradients(ys, xs, name=None, gate_gradients=gate_gradients,
                            aggregation_method=aggregation_method)
         out = []
-        for k, (x, g) in enumerate(zip(xs, firsts)):
-            _static_shape(x, "sg.hessians", f"xs[{k}]")
+        for x, g in zip(xs, firsts):
             if g is None:
                 out.append(None)
                 continue

@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from .testing_kinks import find_kinks
 from .testing_engines import (ENGINES, PAIRS, EngineResult, Traced, fd_gradients, run_function,
                                    run_symbolic, run_tape)
 
@@ -42,6 +43,7 @@ class Comparison:
     max_rel: float
     ok: bool
     note: str = ""
+    kink: bool = False  # a finite-difference row at an input where an op has a kink
 
 
 @dataclass
@@ -57,6 +59,7 @@ class GradientReport:
     rows: list = field(default_factory=list)
     connected: dict = field(default_factory=dict)  # source -> {engine: True/False/None}
     notes: list = field(default_factory=list)
+    kinks: list = field(default_factory=list)  # one line per op with an input at a kink
 
     @property
     def disagreements(self) -> list:
@@ -71,8 +74,10 @@ class GradientReport:
         if not self.ok:
             lines = [f"  {r.source}: {r.pair}: max abs {r.max_abs:.3g}, max rel "
                      f"{r.max_rel:.3g}; {r.note}".rstrip("; ") for r in self.disagreements]
+            count = len(lines)
+            lines += [f"  kink: {k}" for k in self.kinks]
             raise AssertionError(f"symgrad gradient check of {self.fn_name} failed: "
-                                 f"{len(lines)} disagreement(s)\n" + "\n".join(lines)
+                                 f"{count} disagreement(s)\n" + "\n".join(lines)
                                  + "\n\n" + str(self))
         return self
 
@@ -84,6 +89,11 @@ class GradientReport:
                f"tolerances: rtol={self.rtol:g} atol={self.atol:g}; finite differences: "
                f"central, eps={self.eps:g}, float64"]
         out += [f"note: {n}" for n in self.notes]
+        out += [f"kink: {k}" for k in self.kinks]
+        if any(r.kink for r in self.rows):
+            out.append("kink: finite differences straddle a non-differentiable point, so they "
+                       "cannot match a one-sided rule there; symgrad follows TensorFlow's "
+                       "convention (above)")
         out.append("inputs:")
         for name, array in self.inputs.items():
             text = np.array2string(np.asarray(array), precision=17, threshold=50,
@@ -93,7 +103,7 @@ class GradientReport:
         header = f"{'source':<12} {'pair':<22} {'max abs err':>12} {'max rel err':>12}  status"
         out += [header, "-" * len(header)]
         for r in self.rows:
-            status = "ok" if r.ok else "MISMATCH"
+            status = "ok" if r.ok else "MISMATCH at a kink" if r.kink else "MISMATCH"
             note = f"  ({r.note})" if r.note else ""
             out.append(f"{r.source:<12} {r.pair:<22} {r.max_abs:>12.3g} {r.max_rel:>12.3g}"
                        f"  {status}{note}")
@@ -183,9 +193,28 @@ def check_gradients(fn: Callable, *arrays: Any, wrt: Optional[Sequence[int]] = N
         report.connected[source] = {e: results[e].connected(k) for e in ENGINES if e != "fd"}
         for first, second in PAIRS:
             _add_row(report, source, k, results[first], results[second], rtol, atol)
+    _mark_kinks(report, traced, eps)
     if raise_on_error:
         report.assert_ok()
     return report
+
+
+def _mark_kinks(report: GradientReport, traced: Traced, eps: float) -> None:
+    """Name the ops whose inputs sit at a kink; mark the finite-difference rows."""
+    if traced.loss64 is None:
+        return
+    try:
+        report.kinks = find_kinks([traced.loss64], dict(zip(traced.placeholders64,
+                                                            traced.arrays64)), 4.0 * eps)
+    except Exception:  # noqa: BLE001 - the engines' own rows already report a failing graph
+        return
+    if not report.kinks:
+        return
+    for row in report.rows:
+        if row.pair.endswith("vs fd") and not row.ok:
+            row.kink = True
+            row.note = (row.note + "; " if row.note else "") + \
+                "the input sits at a non-differentiable point (see kink lines)"
 
 
 def _forward_rows(report: GradientReport, results: dict, rtol: float, atol: float) -> None:

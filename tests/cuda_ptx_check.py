@@ -59,6 +59,11 @@ def graphs(sg):
     v = sg.placeholder("v", shape=(4,))
     out.append(("int-bool", [n, v], [sg.reduce_sum(n * 2), sg.reduce_sum(sg.cast(v > 0, "int32")),
                                      v * sg.cast(n, "float64")]))
+    p = sg.placeholder("p", shape=(6, 3))
+    d = p[:, None, :] - p[None, :, :]
+    pair = sg.exp(-sg.reduce_sum(d * d, axis=-1))
+    e = sg.reduce_sum(pair) + sg.reduce_sum(sg.reduce_sum(pair, axis=0) ** 2)
+    out.append(("pair-nest", [p], [e] + sg.gradients(e, p)))
     s = sg.placeholder("s", shape=())
     out.append(("scalar", [s], [sg.sin(s) * s, sg.gradients(sg.sin(s) * s, s)[0]]))
     return out
@@ -81,9 +86,26 @@ def _check_float32(module, k) -> None:
             raise AssertionError(f"kernel {k.index}: a float32 region returns {resty}")
 
 
+def _check_nests(f, name: str) -> int:
+    """Compile each device loop nest of ``f`` (symgrad/compile/cuda_nest.py)."""
+    np, cuda, from_dtype, int64, nbtypes = _numba()
+    from symgrad.compile.cuda_nest import device_nest_outputs, nest_inputs
+    from symgrad.compile.nest import Nest
+
+    count = 0
+    for nest in [u for u in f.plan.units if isinstance(u, Nest)]:
+        args = [int64] * nest.rank + [array_type(i, False) for i in nest_inputs(nest)]
+        for o in device_nest_outputs(nest):
+            dtype = o.out.node.dtype if not o.out.is_reduction else "float64"
+            args.append(nbtypes.Array(from_dtype(np.dtype(dtype)), o.kernel.rank, "C"))
+        cuda.compile_ptx(getattr(f.module, f"_n{nest.index}_cuda").py_func, tuple(args), cc=CC)
+        print(f"{name}: nest {nest.index} ok", flush=True)
+        count += 1
+    return count
+
+
 def check(sg) -> int:
     np, cuda, from_dtype, int64, nbtypes = _numba()
-    from symgrad.compile.cuda_runtime import _matmul32, _matmul64
     from symgrad.compile.cuda_templates import accumulator_dtype, output_mode
 
     count = 0
@@ -104,10 +126,7 @@ def check(sg) -> int:
             cuda.compile_ptx(kernel.py_func, tuple(args), cc=CC)
             print(f"{name}: kernel {k.index} ok", flush=True)
             count += 1
-    for fn, dt in ((_matmul32, nbtypes.float32), (_matmul64, nbtypes.float64)):
-        arr = nbtypes.Array(dt, 2, "A")
-        cuda.compile_ptx(fn.py_func, (arr, arr, nbtypes.Array(dt, 2, "C"), dt), cc=CC)
-        count += 1
+        count += _check_nests(f, name)
     return count
 
 

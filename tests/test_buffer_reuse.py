@@ -4,6 +4,8 @@ returned arrays never shared, and ``explain`` tells which buffers were reused.""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -47,9 +49,11 @@ def test_mlp_stores_tanh_into_the_matmul_buffer(target):
     fn = sg.function(phs, outs, target=target)
     assert "o0_0 = v" in fn.source and "the dead buffer of 'z'" in fn.source
     text = fn.explain()
-    assert "t is stored into the dead buffer of z" in text
-    total = 8 * (300 * 32 * 3 + 300 * 2)
-    assert f"temporaries: 5, {total} bytes, {total - 8 * 300 * 33} allocated" in text
+    # tanh' = sech**2 reads z + b1 (add_k), which takes z's buffer; t gets its own, and
+    # the gradient takes add_k's: as much is allocated as when tanh' read t
+    assert re.search(r"add_\d+ is stored into the dead buffer of z", text), text
+    total = 8 * (300 * 32 * 4 + 300 * 2)
+    assert f"temporaries: 6, {total} bytes, {total - 8 * 300 * 65} allocated" in text
     first = _check(fn, phs, outs, data)
     kept = [np.array(a, copy=True) for a in first]
     second = _check(fn, phs, outs, [d * 0.9 for d in data])

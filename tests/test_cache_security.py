@@ -348,21 +348,21 @@ class _Evil:
         return (exec, (f"open({self.marker!r}, 'w').write('x')",))
 
 
-def _plant_numba_index(fresh, mode: int):
-    """Compile and call once (numba writes its index files), replace every index with a
-    pickle that creates a marker when loaded, then load the module again from a directory
-    of ``mode`` and call it."""
+def _plant_numba_files(fresh, mode: int, pattern: str = "*.nbi"):
+    """Compile and call once (numba writes its index and data files), replace every file
+    matching ``pattern`` with a pickle that creates a marker when loaded, then load the
+    module again from a directory of ``mode`` and call it."""
     import pickle
     import sys
     x, y = _graph(53.0)
     f = sg.function([x], y)
     _check(f, 53.0)
     pycache = Path(f.module.__file__).parent / "__pycache__"
-    indexes = list(pycache.glob("*.nbi"))
-    assert indexes, "numba wrote no index: the probe would prove nothing"
+    planted = list(pycache.glob(pattern))
+    assert planted, "numba wrote no such file: the probe would prove nothing"
     marker = fresh / "pwned"
-    for index in indexes:
-        index.write_bytes(pickle.dumps(_Evil(marker)))
+    for path in planted:
+        path.write_bytes(pickle.dumps(_Evil(marker)))
     _forget(f)
     sys.modules.pop(f.module.__name__, None)
     os.chmod(pycache.parent, mode)
@@ -373,15 +373,79 @@ def _plant_numba_index(fresh, mode: int):
 
 def test_planted_numba_index_in_an_unsafe_directory_is_never_loaded(fresh):
     with pytest.warns(sg.CacheWarning, match="numba's cache there is off"):
-        g, marker = _plant_numba_index(fresh, 0o777)
+        g, marker = _plant_numba_files(fresh, 0o777)
     assert g.cache_hit and not marker.exists()
 
 
-def test_numba_index_in_a_safe_directory_is_numbas_to_load(fresh):
-    """The control of the test above: in a directory only this user can write, numba's
-    cache is on and numba loads its index (so the probe above is a real one)."""
-    g, marker = _plant_numba_index(fresh, 0o700)
-    assert g.cache_hit and marker.exists()
+@pytest.mark.parametrize("pattern", ["*.nbi", "*.nbc"])
+def test_planted_numba_files_in_a_safe_directory_are_never_unpickled(fresh, pattern):
+    """numba's cache is on in a directory only this user can write, but its files are
+    sealed with the key: a planted pickle (index or data) is refused, the kernel
+    recompiles, and numba's next save replaces the file with a sealed one."""
+    with pytest.warns(sg.CacheWarning, match="numba's cache file cannot be read .not sealed"):
+        g, marker = _plant_numba_files(fresh, 0o700, pattern)
+    assert g.cache_hit and not marker.exists()
+    for path in _numba_files(g, pattern):
+        assert path.read_bytes().startswith(trust.NUMBA_MAGIC)
+
+
+def test_sealed_numba_files_are_loaded_not_recompiled(fresh, monkeypatch):
+    """The control of the probes above: a genuine sealed index and data file are loaded
+    (numba does not compile the kernel again) without a warning."""
+    import sys
+
+    from numba.core import caching
+    x, y = _graph(57.0)
+    f = sg.function([x], y)
+    _check(f, 57.0)
+    assert _numba_files(f, "*.nbi") and _numba_files(f, "*.nbc")
+    _forget(f)
+    sys.modules.pop(f.module.__name__, None)
+    loaded = []
+    real = caching.Cache.load_overload
+
+    def spy(self, sig, target_context):
+        loaded.append(real(self, sig, target_context))
+        return loaded[-1]
+    monkeypatch.setattr(caching.Cache, "load_overload", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sg.CacheWarning)
+        g = sg.function([x], y)
+        _check(g, 57.0)
+    assert loaded and all(result is not None for result in loaded)
+
+
+def test_numba_cudas_copy_of_the_cache_file_class_is_sealed_too(fresh, tmp_path):
+    """numba-cuda keeps its own IndexDataCacheFile; a class with the same members is
+    sealed the same way (and anything else leaves the kernel without a disk cache)."""
+    import pickle
+
+    from numba.core import caching
+
+    from symgrad.compile import numba_cache
+
+    class CudaCopy(caching.IndexDataCacheFile):   # stands in for numba-cuda's class
+        pass
+    files = CudaCopy(str(tmp_path), "m.k-1.py311", ("stamp", 1))
+    sealed = numba_cache.sealed_cache_file(files)
+    assert isinstance(sealed, CudaCopy) and isinstance(sealed, numba_cache.SealedFiles)
+    sealed.save("key", ("data",))
+    assert sealed.load("key") == ("data",)
+    index = tmp_path / "m.k-1.py311.nbi"
+    assert index.read_bytes().startswith(trust.NUMBA_MAGIC)
+    index.write_bytes(pickle.dumps(_Evil(fresh / "pwned")))
+    with pytest.warns(sg.CacheWarning, match="not sealed"):
+        assert sealed.load("key") is None
+    assert not (fresh / "pwned").exists()
+    assert numba_cache.sealed_cache_file(object()) is None
+
+
+def test_a_sealed_numba_file_moved_to_another_name_is_refused(fresh):
+    """The MAC binds each file to its name: one kernel's sealed data cannot stand in for
+    another's."""
+    payload = trust.seal_bytes("m.a-1.py311.1.nbc", b"data")
+    assert trust.unseal_bytes("m.a-1.py311.1.nbc", payload) == b"data"
+    assert trust.unseal_bytes("m.b-1.py311.1.nbc", payload) is None
 
 
 def test_an_unsafe_numba_cache_dir_turns_numbas_cache_off(fresh, monkeypatch):
@@ -498,6 +562,7 @@ def test_truncated_numba_cache_files_degrade_and_are_repaired(fresh, pattern):
     with pytest.warns(sg.CacheWarning, match="numba's cache file cannot be read"):
         g = sg.function([x], y)
         _check(g, 71.0)
+    assert all(p.read_bytes().startswith(trust.NUMBA_MAGIC) for p in _numba_files(g, pattern))
     _forget(g)                              # a third process-like load: repaired, silent
     sys.modules.pop(g.module.__name__, None)
     trust._WARNED.clear()

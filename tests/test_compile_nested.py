@@ -107,7 +107,10 @@ def test_unknown_lengths_keep_the_flat_plan():
     assert not _nests(f)
 
 
-def test_cuda_plan_has_no_nests():
+def test_cuda_plan_nests_on_the_device():
     P, E = _pair_potential(6)
     f = sg.function([P], [E] + sg.gradients(E, P), target="cuda")
-    assert not _nests(f)
+    assert _nests(f)     # one device kernel per nest (compile/cuda_nest.py)
+    x = np.random.default_rng(2).uniform(0.0, 3.0, size=(6, 3))
+    for got, want in zip(f(x), sg.function([P], [E] + sg.gradients(E, P))(x)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -1,4 +1,5 @@
-"""The runnable examples of docs/api.md and docs/security.md run and their asserts hold;
+"""The runnable examples of docs/api.md, docs/security.md, docs/jacobians.md,
+docs/sparsity.md and README.md's Jacobians section run and their asserts hold;
 the repository documents itself (no reference to files outside it)."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = ["docs/api.md", "docs/security.md"]
+DOCS = ["docs/api.md", "docs/security.md", "docs/jacobians.md", "docs/sparsity.md"]
 FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
@@ -33,6 +34,19 @@ def test_examples_run(relative, monkeypatch):
             except Exception as exc:
                 raise AssertionError(f"{relative}, example at line {line}: "
                                      f"{type(exc).__name__}: {exc}") from exc
+
+
+def test_readme_jacobians_section_runs():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Jacobians, Hessians, forward mode, sparsity\n", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    blocks = [m.group(1) for m in FENCE.finditer(section)]
+    assert blocks, "README.md's Jacobians section has no ```python example"
+    namespace: dict = {"__name__": "__docs__"}
+    for code in blocks:
+        exec(compile(code, "README.md (Jacobians, Hessians, forward mode, sparsity)", "exec"),
+             namespace)
+    assert namespace["J"].nnz == 98
 
 
 def test_fence_parser_finds_every_block():

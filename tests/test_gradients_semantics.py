@@ -206,8 +206,8 @@ def test_feeding_wrong_shape_or_dtype_names_the_placeholder():
     x = sg.placeholder("speed", shape=(None, 3))
     with pytest.raises(ValueError, match=r"'speed' has shape \(None, 3\) but was fed shape \(2, 4\)"):
         sg.evaluate(x * 2.0, {x: np.ones((2, 4))})
-    with pytest.raises(ValueError, match="'speed' has dtype float64 but was fed int32"):
-        sg.evaluate(x * 2.0, {x: np.ones((2, 3), np.int32)})
+    with pytest.raises(ValueError, match="'speed' has dtype float64 but was fed float32"):
+        sg.evaluate(x * 2.0, {x: np.ones((2, 3), np.float32)})  # integers convert: docs/inputs.md
     with pytest.raises(ValueError, match="'speed'.*missing"):
         sg.evaluate(x * 2.0, {})
 

@@ -41,14 +41,14 @@ def test_big_endian_arrays_are_accepted(target):
 @pytest.mark.parametrize("target", ["cpu", "parallel", "cuda"])
 def test_keyword_arguments_by_placeholder_name(target):
     x, y = sg.placeholder("x", shape=(3,)), sg.placeholder("y", shape=(3,))
-    f = sg.function([x, y], sg.reduce_sum(x * y), target=target)
+    f = sg.function([x, y], sg.reduce_sum(x * y, name="sum"), target=target)
     one, two = np.ones(3), np.full(3, 2.0)
     assert float(f(one, y=two)) == float(f(y=two, x=one)) == 6.0
-    with pytest.raises(TypeError, match=r"f\(x, y\): no parameter named 'z'.*x, y"):
+    with pytest.raises(TypeError, match=r"f\(x, y\) -> 'sum': no parameter named 'z'.*x, y"):
         f(one, z=two)
-    with pytest.raises(TypeError, match=r"f\(x, y\): got two values for 'x'"):
+    with pytest.raises(TypeError, match=r"f\(x, y\) -> 'sum': got two values for 'x'"):
         f(one, x=one)
-    with pytest.raises(TypeError, match=r"f\(x, y\): missing argument\(s\) y"):
+    with pytest.raises(TypeError, match=r"f\(x, y\) -> 'sum': missing argument\(s\) y"):
         f(x=one)
 
 

@@ -23,10 +23,11 @@ REFERENCE = {
     "sin": mpmath.sin, "cos": mpmath.cos, "tanh": mpmath.tanh,
     "sigmoid": lambda x: 1 / (1 + mpmath.exp(-x)),
     "softplus": lambda x: mpmath.log1p(mpmath.exp(x)),
+    "tanh_prime": lambda x: mpmath.sech(x) ** 2,
 }
 #: the documented bound of each function, in ulp (docs/vecmath.md)
 BOUND = {"exp": 1.5, "expm1": 2.0, "log": 1.0, "log1p": 1.5, "sin": 1.5, "cos": 1.5,
-         "tanh": 2.5, "sigmoid": 2.5, "softplus": 2.0}
+         "tanh": 2.5, "sigmoid": 2.5, "softplus": 2.0, "tanh_prime": 4.0}
 LIBM = {"exp": math.exp, "expm1": math.expm1, "log": math.log, "log1p": math.log1p,
         "sin": math.sin, "cos": math.cos, "tanh": math.tanh}
 
@@ -64,7 +65,7 @@ def samples(name: str) -> np.ndarray:
                                1000), -1 + 10.0 ** rng.uniform(-16, -0.01, 500)])
     wide = {"exp": (-745.1, 709.7), "expm1": (-60, 709.7), "sin": (-1e9, 1e9),
             "cos": (-1e9, 1e9), "tanh": (-30, 30), "sigmoid": (-740, 740),
-            "softplus": (-740, 740)}[name]
+            "softplus": (-740, 740), "tanh_prime": (-380, 380)}[name]
     xs = np.concatenate([small, rng.uniform(*wide, 3000), rng.uniform(-3, 3, 1500)])
     if name in ("sin", "cos"):      # near multiples of pi/2: the hardest reductions
         k = rng.integers(1, 2**29, 1000)
@@ -136,7 +137,8 @@ def test_float32_is_the_float64_result_rounded(name):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("name", ["exp", "log", "log1p", "expm1", "sin", "cos", "tanh"])
+@pytest.mark.parametrize("name", ["exp", "log", "log1p", "expm1", "sin", "cos", "tanh",
+                                  "tanh_prime"])
 def test_the_loop_is_vectorised(name):
     """Packed double-precision instructions in the loop's assembly: a regression to scalar
     libm-style code shows up here (the speed itself is measured in benchmarks/)."""
@@ -206,6 +208,9 @@ DENSE = {   # name -> (long double reference, argument generator)
     "sigmoid": (lambda v: 1 / (1 + np.exp(-v)), lambda g: g.uniform(-40, 40, 200_000)),
     "softplus": (lambda v: np.logaddexp(np.longdouble(0), v),
                  lambda g: g.uniform(-40, 40, 200_000)),
+    "tanh_prime": (lambda v: 1 / np.cosh(v) ** 2,
+                   lambda g: np.concatenate([g.uniform(-3, 3, 100_000),
+                                             g.uniform(-380, 380, 100_000)])),
 }
 
 
@@ -221,3 +226,62 @@ def test_dense_samples_within_the_bound(name):
     err = np.abs(apply(name, xs).astype(np.longdouble) - want)
     ulp = np.spacing(np.abs(want.astype(np.float64)))
     assert float(np.max(err / ulp)) <= BOUND[name], name
+
+
+# --- tanh' = sech**2 in every form (issue 20: 1 - tanh**2 cancels where tanh' is small) ------
+
+def _tanh_prime_forms() -> dict:
+    """Each form of tanh' symgrad computes, as a function of a float64 array: the fast
+    (vector) form, the libm form (support_v2's njit helper: sg.function(math="libm") and
+    the CUDA device helper), the numpy form (sg.evaluate and the tape), and the old
+    ``1 - tanh**2`` for comparison."""
+    from symgrad.compile import support_v2
+    from symgrad.ops.scalar_math_v2 import tanh_prime_numpy
+
+    @numba.njit(error_model="numpy", fastmath=KERNEL_FASTMATH)
+    def libm(xs, out):
+        for i in range(xs.size):
+            out[i] = support_v2.tanh_prime_(xs[i], 1.0)
+
+    @numba.njit(error_model="numpy", fastmath=KERNEL_FASTMATH)
+    def old(xs, out):
+        for i in range(xs.size):
+            t = math.tanh(xs[i])
+            out[i] = 1.0 - t * t
+
+    def run(loop):
+        def fn(xs):
+            out = np.empty_like(xs)
+            loop(xs, out)
+            return out
+        return fn
+    return {"fast": lambda xs: apply("tanh_prime", xs), "libm": run(libm),
+            "numpy": tanh_prime_numpy, "1 - tanh**2": run(old)}
+
+
+def tanh_prime_ulps(xs: np.ndarray) -> dict:
+    """Max ulp error of each form of tanh' over ``xs`` (long double reference)."""
+    want = 1 / np.cosh(xs.astype(np.longdouble)) ** 2
+    ulp = np.spacing(np.abs(want.astype(np.float64)))
+    return {name: float(np.max(np.abs(fn(xs).astype(np.longdouble) - want) / ulp))
+            for name, fn in _tanh_prime_forms().items()}
+
+
+@pytest.mark.skipif(not LONG_DOUBLE, reason="needs an 80-bit long double reference")
+def test_every_form_of_tanh_prime_is_within_4_ulp():
+    g = np.random.default_rng(12)
+    xs = np.concatenate([g.uniform(-3, 3, 100_000), g.uniform(-30, 30, 50_000),
+                         g.uniform(-380, 380, 50_000)])
+    ulps = tanh_prime_ulps(xs)
+    assert max(ulps["fast"], ulps["libm"], ulps["numpy"]) <= BOUND["tanh_prime"], ulps
+    assert ulps["1 - tanh**2"] > 20, ulps            # the cancellation the forms avoid
+
+
+def test_tanh_prime_special_values():
+    xs = np.array([0.0, -0.0, math.inf, -math.inf, 800.0, -800.0, 1e300, math.nan])
+    for name, fn in _tanh_prime_forms().items():
+        if name == "1 - tanh**2":
+            continue
+        got = fn(xs)
+        assert got[:7].tolist() == [1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0], name
+        assert math.isnan(got[7]), name

@@ -6,11 +6,12 @@ with an HMAC-SHA256 of its module name and text under a secret key that only thi
 read (``$SYMGRAD_KEY_FILE``, default ``~/.config/symgrad/cache.key``, mode 0600). A file is
 opened without following links or blocking, must be a regular file of sane size, is read
 once, its MAC checked, and the checked bytes are compiled and executed (no import system,
-no bytecode read from or written to the cache). numba's own cache files (pickles) are used
-only where the directory that holds them is owned by this user and writable by no one else
-(OpenSSH's check, up the path; a sticky world-writable parent such as /tmp is accepted);
-elsewhere numba caching is off, with a warning; a fault of one of numba's files compiles
-without it. Any fault of the cache (unwritable, full, a file where a directory should be, a
+no bytecode read from or written to the cache). numba's own cache files (pickles: the index
+``.nbi`` and data ``.nbc``) are sealed with the same key and verified before numba unpickles
+them (``numba_cache.SealedCacheFile``), and used only where the directory that holds them
+is owned by this user and writable by no one else (OpenSSH's check, up the path; a sticky
+world-writable parent such as /tmp is accepted); elsewhere numba caching is off, with a
+warning; a fault of one of numba's files, or one that does not verify, compiles without it. Any fault of the cache (unwritable, full, a file where a directory should be, a
 corrupted, truncated or foreign file) degrades to a compile in memory, with one
 ``CacheWarning`` per message.
 

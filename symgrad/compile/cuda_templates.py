@@ -38,7 +38,7 @@ Reductions (fused ``reduce_sum``/``reduce_mean``/``unbroadcast``)
   row-per-block layout with a block reduction is the planned improvement.
 
 Accumulators are float64 for float sums and int64 for integer/bool sums (as on the CPU);
-``cuda_runtime`` divides means and casts to the node's dtype in a small finishing kernel.
+``cuda_runtime.finish`` divides means and casts to the node's dtype on the device.
 """
 
 from __future__ import annotations
@@ -46,8 +46,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..shapes import format_shape
+from .cuda_nest import nest_kernel_source
 from .driver import kernel_exprs
 from .lower import LoweredKernel
+from .nest import Nest
 from .printer import helpers_used
 from .regions import Kernel, KernelOutput, Plan
 from .templates import (LONG_POINT_DECORATOR, OPTIONS, POINT_DECORATOR, input_access, quoted,
@@ -189,7 +191,7 @@ def module_source(plan: Plan, lowered: list, key: str) -> str:
     outs = ", ".join("None" if o is None else quoted(o.name) for o in plan.outputs)
     head = [f"# symgrad generated · key {key[:16]} · target cuda",
             f"# inputs: {ins or '-'}   outputs: {outs or '-'}",
-            "# structural steps run in symgrad.compile.cuda_runtime (see its docstring)",
+            "# structural steps run on the device: symgrad.compile.cuda_steps (CuPy)",
             "import numpy", "from numba import cuda, float64, int64", "",
             "from symgrad.compile.cuda_runtime import device_math as math",
             "from symgrad.compile.cuda_runtime import device_numpy as np",
@@ -200,6 +202,12 @@ def module_source(plan: Plan, lowered: list, key: str) -> str:
     parts = ["\n".join(head)]
     for lk in lowered:
         parts.append(_kernel_part(lk))
+    by_index = {lk.kernel.index: lk for lk in lowered}
+    for unit in plan.units:
+        if isinstance(unit, Nest):
+            parts.append(f"# nest {unit.index}: kernels "
+                         f"{', '.join(str(k.index) for k in unit.kernels)} in one kernel\n"
+                         + nest_kernel_source(unit, by_index, f"_n{unit.index}_cuda"))
     return "\n\n\n".join(parts) + "\n"
 
 

@@ -17,6 +17,7 @@ from .oprules import (PARALLEL_STEP_FORMS, PLACEHOLDER, STEP_FORMS, VIEWS, S, in
                       threads_matmul)
 from .nest import NEST_MATH, Nest, nest_inputs, nest_outputs, nest_source
 from .regions import Kernel, Plan, Step
+from .targets import get as get_target
 from .printer import helpers_used
 from .reuse import merged_inputs, one_array, reuse_plan
 from .templates import FASTMATH, OPTIONS, checks_trig, loop_source, quoted, split_body_source
@@ -57,7 +58,7 @@ class ModuleWriter:
     def __init__(self, plan: Plan, lowered: list, target: str, key: str, math: str = "libm"):
         self.plan, self.lowered, self.target, self.key = plan, lowered, target, key
         self.math = math
-        self.parallel = target == "parallel"
+        self.parallel = get_target(target).threads
         self.lines: list = []
         # a plan that splits matmuls over the pool runs its parallel kernels there too, in
         # chunks: no OpenMP worker spins for a core while a matmul block waits for it

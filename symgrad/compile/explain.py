@@ -34,9 +34,11 @@ from collections import Counter
 from typing import Optional
 
 from ..shapes import format_shape, is_fully_known
+from .gather import gather_axes
 from .nest import Nest, nest_rejections
-from .oprules import VIEWS, threads_matmul
+from .oprules import VIEWS
 from .regions import Kernel, Plan, Step
+from .targets import get as get_target
 
 
 
@@ -53,9 +55,24 @@ def _bytes(node) -> Optional[int]:
     return size * node.dtype.itemsize
 
 
-def _output_text(out) -> str:
+def _key_text(key: tuple) -> str:
+    """``(slice(1, None),)`` as ``[1:]``."""
+    def one(k) -> str:
+        if isinstance(k, slice):
+            text = ":".join("" if v is None else str(v) for v in (k.start, k.stop))
+            return text + ("" if k.step is None else f":{k.step}")
+        return "..." if k is Ellipsis else "None" if k is None else str(k)
+    return "[" + ", ".join(one(k) for k in key) + "]"
+
+
+def _output_text(out, k: Kernel) -> str:
     if out.is_scatter:
-        return f"{_value(out.node)} (scatter-add of {out.source.name})"
+        parts = ", ".join(f"{o.source.name} at {_key_text(o.key)}" for o in k.outputs
+                          if o.is_scatter and o.node is out.node)
+        if gather_axes(k, "r") is not None:       # the template loops over the buffer
+            return (f"{_value(out.node)} (gathered: one loop over its elements, each the sum "
+                    f"of {parts}; no scatter)")
+        return f"{_value(out.node)} (scatter-add of {parts})"
     if out.is_reduction:
         what = "mean" if out.mean else "sum"
         return f"{_value(out.node)} ({what} over axes {tuple(out.axes)})"
@@ -71,15 +88,13 @@ def _kernel_lines(k: Kernel, label: str) -> list:
     for o in k.outputs:
         if id(o.node) not in seen:
             seen.add(id(o.node))
-            lines.append(f"  writes {_output_text(o)}")
+            lines.append(f"  writes {_output_text(o, k)}")
     return lines
 
 
 def _step_line(step: Step, target: str) -> str:
     node = step.node
-    how = "numpy view" if node.op in VIEWS else "numpy"
-    if target == "parallel" and threads_matmul(node):
-        how = "numpy, split over the thread pool when large"
+    how = get_target(target).step_place(node)
     return (f"step      {node.op.name} '{node.name}' -> {format_shape(node.shape)} ({how})")
 
 
@@ -119,7 +134,8 @@ def _rule(node, producer, consumer: Kernel) -> str:
         return (f"{node.name} is a {node.op.name} step (structural ops run between kernels)")
     out = next((o for o in producer.outputs if o.node is node), None)
     if out is not None and out.is_scatter:
-        return f"{node.name} is a scatter buffer, complete only after kernel {producer.index}"
+        what = "gathered" if gather_axes(producer, "r") is not None else "scatter"
+        return f"{node.name} is a {what} buffer, complete only after kernel {producer.index}"
     if out is not None and out.is_reduction:
         return (f"{node.name} is a reduction, complete only after kernel {producer.index}'s "
                 "loop")
@@ -203,7 +219,8 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
     ins = ", ".join(f"{p.name} {p.dtype.name} {format_shape(p.shape)}" for p in inputs)
     head = (f"sg.function target={target!r}: {kernels} kernel{'s' * (kernels != 1)}, "
             f"{steps} step{'s' * (steps != 1)}, inputs {ins or 'none'}")
-    lines = [head] + _units(plan, target)
+    lines = [head] + ([f"kernels run as {get_target(target).kernels_run}"]
+                      if get_target(target).device else []) + _units(plan, target)
     temps = _temporaries(plan)
     known = sum(b for _, b in temps if b is not None)
     saved, reuse = _reuse_lines(plan, reused or {}, temps)
@@ -217,8 +234,9 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
     bounds = _boundaries(plan, _producers(plan))
     lines.append("fusion boundaries:" + ("" if bounds else " none"))
     lines += bounds
-    rejections = nest_rejections(plan) if target != "cuda" else []   # cuda has no nests
-    nests = [u for u in plan.units if isinstance(u, Nest)] if target != "cuda" else []
+    nesting = get_target(target).nests        # cuda has no nests
+    rejections = nest_rejections(plan) if nesting else []
+    nests = [u for u in plan.units if isinstance(u, Nest)] if nesting else []
     if rejections or nests:
         lines.append("loop nests:")
         lines += [f"  {r}" for r in rejections]

@@ -28,11 +28,11 @@ from .printer import MATH_MODES
 from .progress import Phases, progress_stream
 from .regions import build_plan
 from .runtime import CompiledFunction, Fallback, bind_runtime, iteration_shape
+from .targets import NAMES as TARGETS, get as get_target
 
 __all__ = ["function", "CompiledFunction", "Fallback", "bind_runtime", "iteration_shape"]
 
 CODEGEN_VERSION = "2"
-TARGETS = ("cpu", "parallel", "cuda")
 
 
 def _as_inputs(inputs: Any, outputs: list) -> list:
@@ -64,31 +64,33 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
     special values; docs/vecmath.md); ``math="libm"`` calls libm as numba does. The cuda
     target always uses the device's math library. ``progress``: show the compile's phases
     on stderr (None: when stderr is a terminal and the compile takes over 2 s)."""
-    if target not in TARGETS:
-        raise ValueError(f"sg.function: unknown target {target!r}; use one of {TARGETS}")
-    if math not in MATH_MODES:
-        raise ValueError(f"sg.function: unknown math {math!r}; use one of {MATH_MODES}")
-    if target == "cuda":
-        math = "libm"
-    outputs, single = output_list(outputs, "sg.function")
-    inputs = _as_inputs(inputs, outputs)
+    spec = get_target(target)
     if progress not in (None, True, False):
         raise ValueError(f"sg.function: progress must be None, True or False, got {progress!r}")
+    if math not in MATH_MODES:
+        raise ValueError(f"sg.function: unknown math {math!r}; use one of {MATH_MODES}")
+    math = spec.math(math)
+    from ..sparse.tensor import sparse_function   # sg.SparseTensor outputs: csr_array results
+    sparse = sparse_function(function, inputs, outputs, target=target, math=math)
+    if sparse is not None:
+        return sparse
+    outputs, single = output_list(outputs, "sg.function")
+    inputs = _as_inputs(inputs, outputs)
     phases = Phases(f"f({', '.join(p.name for p in inputs)}) target={target!r}",
                     **progress_stream(progress))
     with phases.phase("fold"):
         graph = fold_graph(outputs, inputs)
     with phases.phase("plan"):   # cuda runs getitem_grad as steps and has no loop nests
-        plan = build_plan(graph, scatter=target != "cuda")
-        if target != "cuda":
+        plan = build_plan(graph, scatter=spec.scatter)
+        if spec.nests:
             plan = nest_plan(plan)
     text = "\n".join([graph.canonical(), target, str(single), math, cache.versions(),
                       CODEGEN_VERSION])
     key = hashlib.sha256(text.encode()).hexdigest()
-    if target == "cuda":   # numba.cuda is imported only here (symgrad/compile/cuda_runtime.py)
-        from .cuda_runtime import compile_cuda
-        with phases.phase("cuda module"):
-            f = compile_cuda(inputs, outputs, plan, key, single)
+    if spec.device:   # numba.cuda is imported only here (compile/targets/cuda.py)
+        with phases.phase(f"{spec.name} module"):
+            f = spec.compile(inputs, outputs, plan, key, single)
+        f.math, f.compiler = math, function
         phases.done()
         return f
 
@@ -107,9 +109,9 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
     cls = type("CompiledFunction", (CompiledFunction,), {"__call__": staticmethod(module.run)})
     f = cls(inputs, outputs, target, plan, module, source, key, single)
     module.__dict__.update(reference_=f._reference, compile_error_=f._compile_error)
-    f.cache_hit = not built
+    f.cache_hit, f.math, f.compiler = not built, math, function
     with phases.phase("numba compile" if built else "numba load"):
-        compile_module(module, inputs, PARALLEL_THRESHOLD if target == "parallel" else 0,
+        compile_module(module, inputs, PARALLEL_THRESHOLD if spec.threads else 0,
                        "ENTRIES_" in module.__dict__)
     phases.done()
     return f

@@ -1,19 +1,27 @@
 """numba's side of the cache: where numba may keep (and load) its cache files, whether those
-directories pass OpenSSH's ownership check, a guard that turns a fault of one of numba's
-files into a compile, and the lock that numba's ``workqueue`` threading layer needs.
+directories pass OpenSSH's ownership check, numba's index and data files sealed with this
+user's key (verified before numba unpickles them), a guard that turns a fault of one of
+numba's files into a compile, and the lock that numba's ``workqueue`` threading layer needs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import os
+import pickle
 import stat
 import threading
 import types
 from pathlib import Path
 from typing import Callable, Optional
 
-from .trust import warn_once
+from numba.core.caching import IndexDataCacheFile, NullCache
+
+from .trust import OPEN_FLAGS, read_all, seal_bytes, unseal_bytes, warn_once
+
+MAX_NUMBA_FILE_BYTES = 1 << 30     # numba's files are far smaller: larger ones are foreign
 
 _PARALLEL_LOCK = threading.Lock()  # numba's workqueue layer: one parallel launch at a time
 
@@ -86,11 +94,97 @@ def safe_directory(path: Path, created: bool = False) -> Optional[str]:
         current, first = current.parent, False
 
 def guard_numba_cache(module: types.ModuleType) -> None:
-    """Wrap the cache of each kernel of ``module`` in ``_GuardedCache``."""
+    """Seal numba's cache files of each kernel of ``module`` (``SealedCacheFile``) and wrap
+    its cache in ``_GuardedCache``."""
     for value in list(vars(module).values()):
         inner = getattr(value, "_cache", None)
         if hasattr(inner, "load_overload") and not isinstance(inner, _GuardedCache):
+            sealed = sealed_cache_file(getattr(inner, "_cache_file", None))
+            if sealed is None:          # a cache file class we do not know: no cache at all
+                value._cache = NullCache()
+                continue
+            inner._cache_file = sealed
             value._cache = _GuardedCache(inner, Path(module.__file__).parent / "__pycache__")
+
+
+# what SealedFiles overrides or reads of numba's IndexDataCacheFile (numba-cuda keeps its
+# own copy of that class, with the same members)
+_CACHE_FILE_MEMBERS = ("_load_index", "_load_data", "_open_for_write", "_data_path")
+_SEALED_CLASSES: dict = {}
+
+
+def sealed_cache_file(files: object) -> Optional["SealedFiles"]:
+    """``files`` (numba's ``IndexDataCacheFile`` of one kernel, or numba-cuda's copy of
+    that class) sealed (``SealedFiles``), with the same state; None for any other object."""
+    base = type(files)
+    if not all(callable(getattr(base, m, None)) for m in _CACHE_FILE_MEMBERS) or not all(
+            hasattr(files, a) for a in ("_index_path", "_version", "_source_stamp")):
+        return None
+    if isinstance(files, SealedFiles):
+        return files
+    cls = _SEALED_CLASSES.get(base)
+    if cls is None:
+        cls = SealedCacheFile if base is IndexDataCacheFile else type(
+            "Sealed" + base.__name__, (SealedFiles, base), {})
+        _SEALED_CLASSES[base] = cls
+    sealed = cls.__new__(cls)
+    sealed.__dict__.update(vars(files))
+    return sealed
+
+
+class SealedFiles:
+    """Mixed into numba's cache-file class: the index (``.nbi``) and data (``.nbc``) files
+    of one kernel are each written as ``trust.seal_bytes`` of numba's bytes, bound to the
+    file's name; a file is opened without following links or blocking, read once, and only
+    bytes whose MAC verifies are unpickled. Anything else (planted, truncated, another key)
+    reads as absent, with one ``CacheWarning``: numba compiles and its next save replaces
+    the file."""
+
+    def _load_index(self) -> dict:
+        payload = self._read_sealed(self._index_path)
+        if payload is None:
+            return {}
+        stream = io.BytesIO(payload)
+        if pickle.load(stream) != self._version:
+            return {}
+        stamp, overloads = pickle.loads(stream.read())
+        return overloads if stamp == self._source_stamp else {}
+
+    def _load_data(self, name: str) -> object:
+        payload = self._read_sealed(self._data_path(name))
+        return None if payload is None else pickle.loads(payload)
+
+    @contextlib.contextmanager
+    def _open_for_write(self, filepath: str):
+        buffer = io.BytesIO()
+        yield buffer
+        with super()._open_for_write(filepath) as out:
+            out.write(seal_bytes(os.path.basename(filepath), buffer.getvalue()))
+
+    def _read_sealed(self, path: str) -> Optional[bytes]:
+        """The verified payload of numba's file ``path``; None if absent or not sealed."""
+        try:
+            fd = os.open(path, OPEN_FLAGS)
+        except FileNotFoundError:
+            return None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_NUMBA_FILE_BYTES:
+                payload = None
+            else:
+                payload = unseal_bytes(os.path.basename(path),
+                                       read_all(fd, MAX_NUMBA_FILE_BYTES + 1))
+        finally:
+            os.close(fd)
+        if payload is None:
+            warn_once(path, "numba's cache file cannot be read (not sealed by this user's "
+                      "symgrad: truncated, corrupted or foreign); compiled without it",
+                      "nothing to do: it is replaced")
+        return payload
+
+
+class SealedCacheFile(SealedFiles, IndexDataCacheFile):
+    """numba's ``IndexDataCacheFile``, sealed (``SealedFiles``)."""
 
 
 class _GuardedCache:

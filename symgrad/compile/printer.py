@@ -27,7 +27,7 @@ import sympy as sp
 
 from sympy.codegen.cfunctions import expm1, log1p
 
-from ..ops.sympy_functions import Sigmoid, Softplus
+from ..ops.sympy_functions import Sigmoid, Softplus, Tanh, TanhPrime
 from . import vecmath as vm
 
 SUPPORT = "symgrad.compile.support:"
@@ -106,6 +106,7 @@ FAST = {
     sp.log: (vm.log_f64, vm.log_f32), log1p: (vm.log1p_f64, vm.log1p_f32),
     sp.sin: (vm.sin_f64, vm.sin_f32), sp.cos: (vm.cos_f64, vm.cos_f32),
     sp.tanh: (vm.tanh_f64, vm.tanh_f32), Sigmoid: (vm.sigmoid_f64, vm.sigmoid_f32),
+    Tanh: (vm.tanh_f64, vm.tanh_f32), TanhPrime: (vm.tanh_prime_f64, vm.tanh_prime_f32),
     Softplus: (vm.softplus_f64, vm.softplus_f32),
 }
 """Function class -> (float64, float32) vectorisable form (``vecmath``) printed in fast mode."""

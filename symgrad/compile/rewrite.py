@@ -3,19 +3,19 @@
 * ``outer_product``: ``matmul(a, b)`` of 2-D operands with inner length 1 is the
   broadcast product ``a * b`` (``(n, 1) @ (1, m)``); as an elementwise node it fuses into
   the region that consumes it instead of materialising an ``n x m`` array.
-* ``reuse_values``: the partials of ``tanh``, ``exp``, ``sigmoid``, ... are written in
-  terms of the op's input (``1 - tanh(x)**2``); where the graph already computes
-  ``t = tanh(x)``, a gradient node reading ``x`` reads ``t`` instead (``1 - t**2``): the
-  function is not evaluated a second time, and ``x`` often need not be stored at all.
+* ``reuse_values``: the partials of ``sigmoid``, ``exp``, ... are written in terms of the
+  op's input (``sigmoid(x) (1 - sigmoid(x))``); where the graph already computes
+  ``s = sigmoid(x)``, a gradient node reading ``x`` reads ``s`` instead (``s (1 - s)``):
+  the function is not evaluated a second time, and ``x`` often need not be stored at all.
 
 >>> import symgrad as sg
 >>> from symgrad.compile.fold import fold_graph
 >>> x = sg.placeholder("x", shape=(3,))
->>> y = sg.reduce_sum(sg.tanh(x))
+>>> y = sg.reduce_sum(sg.sigmoid(x))
 >>> g = fold_graph([y] + sg.gradients(y, x), [x])
 >>> node = g.outputs[1]
 >>> [i.op.name for i in node.inputs], node.attrs["expr"]
-(['tanh'], 1 - _0**2)
+(['sigmoid'], _0*(1 - _0))
 """
 
 from __future__ import annotations

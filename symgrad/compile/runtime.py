@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import html
 import re
+import warnings
 from typing import Any
 
 import numpy as np
 
-from ..errors import CompileError, FeedError, ShapeError
+from ..errors import (ArgumentError, CompileError, FallbackWarning, FeedError, ShapeError,
+                      SymgradError)
 from ..evaluate import evaluate, run_node
-from ..feeds import bind_keywords, check_feed
+from ..feeds import bind_keywords, check_feed, function_label
 from ..graph.tensor import Tensor
 from ..shapes import format_shape
 from .explain import explain
-from .lower import lower_kernel
 from .regions import Kernel, Plan, Step
+from .variants import pattern, with_fixed_axes
 
 
 class CompiledFunction:
@@ -36,19 +38,58 @@ class CompiledFunction:
         self._single = single
         self._run = module.run
         self._sympy = None
+        self.math = "fast"        # set by sg.function: the math mode compiled
+        self.compiler = None      # set by sg.function: itself, to compile variants
+        self.label = function_label(self.inputs, self.outputs)
+        module.__dict__["label_"] = self.label     # how the driver's errors name this function
 
     def __call__(self, *args):
         return self._run(*args)
 
     def _reference(self, args: tuple):
-        """The reference interpreter, for calls that break an assumption of the plan."""
+        """Calls that break an assumption of the plan: dask arrays go to
+        symgrad.distributed; length-1 arguments broadcasting against another length run a
+        variant compiled for that pattern (``variants.py``); what is left raises a
+        ShapeError naming this function (or, if numpy can run it, warns once and runs
+        ``sg.evaluate``)."""
         if any(_is_dask(a) for a in args):       # dask arrays: symgrad.distributed
             from ..distributed import call_dask   # distributed builds on this module
             return call_dask(self, args)
-        outputs = self.outputs[0] if self._single else self.outputs
         if len(args) != len(self.inputs):
             self._run(*args)
-        return evaluate(outputs, dict(zip(self.inputs, args)))
+        arrays = [check_feed(p, a, self.label, argument=True) for p, a in zip(self.inputs, args)]
+        fixed = pattern(self.inputs, arrays)
+        if fixed:
+            return self._variant(fixed)(*arrays)
+        return self._evaluate(arrays, "the arguments' unknown lengths differ where the plan "
+                              "took them as equal")
+
+    def _variant(self, fixed: tuple) -> "CompiledFunction":
+        """The function compiled with the axes in ``fixed`` of length 1 (cached)."""
+        variants = self.__dict__.setdefault("_variants", {})
+        if fixed not in variants:
+            inputs, outputs = with_fixed_axes(self.inputs, self.outputs, fixed)
+            # sg.function itself, set by function.py (which builds on this module)
+            variants[fixed] = self.compiler(inputs, outputs[0] if self._single else outputs,
+                                            target=self.target, math=self.math)
+            variants[fixed].label = self.label
+            variants[fixed].module.__dict__["label_"] = self.label
+        return variants[fixed]
+
+    def _evaluate(self, arrays: list, why: str):
+        """The numpy reference interpreter, its errors named after this function."""
+        outputs = self.outputs[0] if self._single else self.outputs
+        try:
+            result = evaluate(outputs, dict(zip(self.inputs, arrays)))
+        except SymgradError as exc:
+            raise type(exc)(str(exc).replace("sg.evaluate", self.label, 1)) from None
+        if not self.__dict__.get("_warned"):
+            self._warned = True
+            warnings.warn(f"{self.label}: ran this call with the numpy reference interpreter "
+                          f"(sg.evaluate), not its compiled kernels, because {why}; the "
+                          "values are the same, the speed is not", FallbackWarning,
+                          stacklevel=4)
+        return result
 
     def __reduce__(self):
         """Pickles by graph and key, rebuilt once per process (symgrad/distributed)."""
@@ -56,14 +97,21 @@ class CompiledFunction:
         return reduce_function(self)
 
     @property
-    def sympy(self) -> list:
-        """Per kernel, {output name: the sympy expression of that output}."""
+    def sympy(self) -> dict:
+        """{output name: the sympy formula of one element of that output, in terms of the
+        placeholders} (``sg.to_sympy``); an output with no index formula (a matmul, ...)
+        maps to the string ``"no formula: ..."`` saying why. None outputs are left out."""
         if self._sympy is None:
-            self._sympy = []
-            for kernel in self.plan.kernels:
-                lowered = lower_kernel(kernel)
-                exprs = dict(zip(lowered.sources, lowered.exprs))
-                self._sympy.append({o.node.name: exprs[o.source] for o in kernel.outputs})
+            from ..errors import NoFormulaError
+            from ..symbolic import formulas
+            self._sympy = {}
+            for o in self.outputs:
+                if o is None:
+                    continue
+                try:
+                    (self._sympy[o.name],) = formulas([o])
+                except NoFormulaError as exc:
+                    self._sympy[o.name] = "no formula: " + str(exc).removeprefix("sg.to_sympy: ")
         return self._sympy
 
     def explain(self) -> str:
@@ -120,32 +168,32 @@ def bind_runtime(module, plan: Plan, inputs: list) -> None:
             ns[f"C{node.index}"] = node.value
     for unit in plan.units:
         if isinstance(unit, Step):
-            ns[f"S{unit.node.index}"] = _step(unit.node.tensor)
+            ns[f"S{unit.node.index}"] = _step(unit.node.tensor, lambda: ns.get("label_", context))
     placeholders = plan.graph.placeholders
+
+    def label() -> str:              # set by CompiledFunction: names its outputs too
+        return ns.get("label_", context)
 
     def check_(k: int, value: Any) -> np.ndarray:
         if _is_dask(value):      # run again by reference_, which hands it to dask
             raise Fallback()
-        p = placeholders[k]
         try:
-            return check_feed(p.tensor, value, context)
-        except FeedError as exc:
-            message = str(exc).replace(f"placeholder '{p.name}'",
-                                       f"argument '{p.name}' (placeholder '{p.name}')", 1)
-            raise FeedError(message) from None
+            return check_feed(placeholders[k].tensor, value, label(), argument=True)
+        except (FeedError, ArgumentError) as exc:
+            raise type(exc)(str(exc)) from None
 
     def arity_(args: tuple) -> None:
-        raise FeedError(f"{context}: expected {len(placeholders)} arguments "
-                        f"({names or 'none'}), got {len(args)}")
+        raise ArgumentError(f"{label()}: takes {len(placeholders)} arguments "
+                            f"({names or 'none'}), got {len(args)}")
 
     kernels = {k.index: k for k in plan.kernels}
 
     def bshape_(index: int, *shapes) -> tuple:
         kernel = kernels[index]
-        return iteration_shape(kernel, shapes, context)
+        return iteration_shape(kernel, shapes, label())
 
     def bind_(args: tuple, kwargs: dict) -> tuple:
-        return bind_keywords([p.tensor for p in placeholders], args, kwargs)
+        return bind_keywords([p.tensor for p in placeholders], args, kwargs, label())
 
     ns.update(check_=check_, arity_=arity_, bshape_=bshape_, fallback_=fallback_, bind_=bind_,
               Fallback_=Fallback, NumbaError_=_numba_errors()[0])
@@ -194,7 +242,10 @@ def fallback_() -> None:
     raise Fallback()
 
 
-def _step(tensor: Tensor):
+def _step(tensor: Tensor, label):
     def run(*args):
-        return run_node(tensor, list(args))
+        try:
+            return run_node(tensor, list(args))
+        except SymgradError as exc:     # name the compiled function, not sg.evaluate
+            raise type(exc)(str(exc).replace("sg.evaluate", label(), 1)) from None
     return run

@@ -1,5 +1,6 @@
-"""What symgrad trusts: this user's secret key, and the MAC that binds a module's name and
-text to it (docs/security.md). Also the one warning channel of the cache, ``warn_once``.
+"""What symgrad trusts: this user's secret key, and the MACs that bind to it a module's
+name and text, and each numba cache file's name and bytes (docs/security.md). Also the one
+warning channel of the cache, ``warn_once``.
 
 A key file is opened without following links or blocking and must be this user's regular
 32-byte file: one that group or others may read or write is replaced (with a warning); any
@@ -160,6 +161,39 @@ def unsealed(name: str, data: bytes) -> Optional[str]:
     if not hmac.compare_digest(last[len(MAC_PREFIX):].strip(), mac(name, source)):
         return None
     return source
+
+NUMBA_MAGIC = b"symgrad-sealed-numba-1\n"
+MAC_BYTES = 32
+
+
+def seal_bytes(name: str, payload: bytes) -> bytes:
+    r"""The bytes of numba cache file ``name`` (its base name): a magic line, the
+    HMAC-SHA256 of the name and ``payload`` under this user's key, then ``payload``.
+
+    >>> data = seal_bytes("m.run-3.py311.nbi", b"numba's pickle")
+    >>> unseal_bytes("m.run-3.py311.nbi", data), unseal_bytes("m.run-4.py311.nbi", data)
+    (b"numba's pickle", None)
+    >>> unseal_bytes("m.run-3.py311.nbi", data[:-1]) is None
+    True
+    """
+    return NUMBA_MAGIC + _numba_mac(name, payload) + payload
+
+
+def unseal_bytes(name: str, data: bytes) -> Optional[bytes]:
+    """The payload inside ``data`` if its MAC verifies for file ``name``, else None."""
+    head = len(NUMBA_MAGIC) + MAC_BYTES
+    if len(data) < head or not data.startswith(NUMBA_MAGIC):
+        return None
+    payload = data[head:]
+    if not hmac.compare_digest(data[len(NUMBA_MAGIC):head], _numba_mac(name, payload)):
+        return None
+    return payload
+
+
+def _numba_mac(name: str, payload: bytes) -> bytes:
+    message = b"symgrad-numba\0" + name.encode("utf-8") + b"\0" + payload
+    return hmac.new(secret_key(), message, hashlib.sha256).digest()
+
 
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)

@@ -11,9 +11,9 @@ read from and written to the low mantissa bits of ``x + 1.5 * 2**52``.
 Accuracy against a correctly rounded reference (measured by ``tests/test_vecmath.py`` over
 wide ranges; documented in ``docs/vecmath.md``): exp and log within 1 ulp, log1p 1.4,
 expm1 1.5, sin and cos 1.5 for |x| < 2**30 (beyond that the kernel calls libm), tanh and
-sigmoid 2.4, softplus 1.6. Special values are libm's: NaN in gives NaN, exp(inf) = inf,
-exp(-inf) = 0, log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, subnormal inputs and
-results, overflow to inf, sin(inf) = NaN.
+sigmoid 2.4, softplus 1.6, tanh' (sech**2, not 1 - tanh**2) 2.7. Special values are libm's:
+NaN in gives NaN, exp(inf) = inf, exp(-inf) = 0, log(0) = -inf, log(x < 0) = NaN, log(inf) =
+inf, subnormal inputs and results, overflow to inf, sin(inf) = NaN.
 
 float32 versions compute in float64 and round once (at most 1 ulp in float32; the vector
 lanes are half as many, still far ahead of scalar libm).
@@ -339,6 +339,15 @@ def tanh_f64(x):
 
 
 @_jit
+def tanh_prime_f64(x):
+    """tanh'(x) = sech(x)**2 = 4 e / (1 + e (2 + e)), e = exp(-2|x|): no cancellation
+    (``1 - tanh**2`` loses every digit once tanh rounds to 1), 0 for huge |x|, NaN for
+    NaN; the denominator is one fused multiply-add."""
+    e = _exp_core(-2.0 * abs(x))
+    return 4.0 * e / _fma(e, 2.0 + e, 1.0)
+
+
+@_jit
 def sigmoid_f64(x):
     """1 / (1 + exp(-x)) without overflow: 1 / (1 + e) or e / (1 + e), e = exp(-|x|) (one
     division either way; NaN propagates through e)."""
@@ -373,10 +382,12 @@ def _f32(fn):
 exp_f32, expm1_f32, log_f32, log1p_f32 = _f32(exp_f64), _f32(expm1_f64), _f32(log_f64), \
     _f32(log1p_f64)
 sin_f32, cos_f32, tanh_f32 = _f32(sin_f64), _f32(cos_f64), _f32(tanh_f64)
+tanh_prime_f32 = _f32(tanh_prime_f64)
 sigmoid_f32, softplus_f32 = _f32(sigmoid_f64), _f32(softplus_f64)
 
 #: (float64 form, float32 form) of each function; the printer's ``FAST`` table maps sympy
 #: function classes to these
 FORMS = ((exp_f64, exp_f32), (expm1_f64, expm1_f32), (log_f64, log_f32),
          (log1p_f64, log1p_f32), (sin_f64, sin_f32), (cos_f64, cos_f32), (tanh_f64, tanh_f32),
+         (tanh_prime_f64, tanh_prime_f32),
          (sigmoid_f64, sigmoid_f32), (softplus_f64, softplus_f32))

@@ -63,7 +63,8 @@ def _seed(y: Tensor, k: int, grad_y: Any) -> Tensor:
 def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: Optional[str] = "gradients",
               gate_gradients: bool = False, aggregation_method: Any = None,
               stop_gradients: Any = None,
-              unconnected_gradients: Any = UnconnectedGradients.NONE) -> list:
+              unconnected_gradients: Any = UnconnectedGradients.NONE,
+              batched: bool = False) -> list:
     """Symbolic gradients with ``tf.gradients`` semantics.
 
     Returns a list of len(xs): for each x, the sum over ys of sum(grad_y * dy/dx), shaped
@@ -74,8 +75,20 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: Optional[str] = "grad
     accepted for compatibility and have no effect on results: a symbolic graph has no race
     to gate, and contributions are always summed exactly. A ``sg.prevent_gradient`` between
     xs and ys raises LookupError, even behind an ``sg.stop_gradient`` (TF's graph rule).
+    ``batched=True``: every grad_ys entry has one extra leading axis of length k and each
+    result has shape ``(k,) + x.shape``: k vector-Jacobian products in one sweep
+    (``symgrad/batching.py``).
     """
     ys, xs = _as_list(ys), _as_list(xs)
+    if batched:
+        from ..batching import batched_gradients
+
+        _check_tensors(ys, "ys")
+        _check_tensors(xs, "xs")
+        return batched_gradients(ys, xs, grad_ys, name=name, stop_gradients=stop_gradients,
+                                 unconnected_gradients=unconnected_gradients,
+                                 gate_gradients=gate_gradients,
+                                 aggregation_method=aggregation_method)
     _check_tensors(ys, "ys")
     _check_tensors(xs, "xs")
     policy = unconnected_policy(unconnected_gradients, "sg.gradients")

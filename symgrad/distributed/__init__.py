@@ -25,12 +25,13 @@ from typing import Any
 
 def call_dask(f: Any, args: tuple) -> Any:
     """``f(*args)`` where some arguments are dask arrays: dask arrays out, nothing computed."""
+    from ..compile.targets import get as get_target
     from .analysis import analyse
     from .execute import Runner
     from .inputs import prepare
     from .rounds import chunk_plan
 
-    if f.target not in ("cpu", "parallel"):
+    if not get_target(f.target).distributable:
         raise ValueError(f"sg.function: dask arrays need target 'cpu' or 'parallel', this "
                          f"function was compiled for {f.target!r}")
     arrays, rows = prepare(f.inputs, list(args))

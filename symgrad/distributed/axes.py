@@ -19,10 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Union
 
+from ..batching import AXIS_ATTR, PER_AXIS, TRAILING_CORE, per_axis_entries
+
 from ..graph.tensor import Tensor, describe
 from ..ops import indexing as I
 from ..ops import layout as L
-from ..ops import scan
 from ..ops import structural as S
 from ..ops import elementwise as E
 
@@ -67,15 +68,11 @@ def _elementwise(node: Tensor, axes: list) -> Axis:
     return pos
 
 
-_REDUCE_KIND = {S.reduce_sum: "sum", S.reduce_mean: "mean", S.reduce_max: "max",
-                S.reduce_min: "min", S.reduce_prod: "prod"}
-
-
 def _reduce(node: Tensor, axes: list) -> Axis:
     bax = axes[0]
     reduced = _norm(node.attrs["axes"], len(node.inputs[0].shape))
     if bax in reduced:
-        return Cut(_REDUCE_KIND[node.op])
+        return Cut(AXIS_ATTR[node.op][1])
     return bax if node.attrs.get("keepdims") else bax - sum(1 for a in reduced if a < bax)
 
 
@@ -173,7 +170,22 @@ def _broadcast_to(node: Tensor, axes: list) -> Axis:
     return pos
 
 
-def _same(node: Tensor, axes: list) -> Axis:
+def _leading(node: Tensor, axes: list) -> Axis:
+    """An op of ``batching.TRAILING_CORE``: the rows' axis passes when it is a leading axis,
+    outside the ``core`` trailing axes the op acts on."""
+    core = TRAILING_CORE[node.op]
+    if axes[0] >= len(node.inputs[0].shape) - core:
+        raise Unchunkable(f"{node.op.name} acts on its last {core} axes, the batch axis "
+                          "among them")
+    return axes[0]
+
+
+def _per_axis(node: Tensor, axes: list) -> Axis:
+    """An op of ``batching.PER_AXIS`` (pad, tile): the rows pass where their entry is the
+    neutral one (no padding, one copy)."""
+    attr, neutral = PER_AXIS[node.op]
+    if per_axis_entries(node)[axes[0]] != neutral:
+        raise Unchunkable(f"its {attr} change the batch axis")
     return axes[0]
 
 
@@ -259,17 +271,17 @@ def _gather_grad(node: Tensor, axes: list) -> Axis:
 
 
 RULES: dict = {
-    S.reduce_sum: _reduce, S.reduce_mean: _reduce, S.reduce_max: _reduce,
-    S.reduce_min: _reduce, S.reduce_prod: _reduce,
     S.unbroadcast: _unbroadcast, S.unbroadcast_any: _unbroadcast,
     S.axis_size: _axis_size, S.matmul: _matmul, S.transpose: _transpose,
     S.reshape: _reshape, S.reshape_like: _reshape, S.expand_dims: _expand_dims,
-    S.broadcast_like: _broadcast_like, S.cast: _same, S.getitem: _getitem,
+    S.broadcast_like: _broadcast_like, S.getitem: _getitem,
     S.getitem_grad: _getitem_grad,
     L.squeeze: _squeeze, L.broadcast_to: _broadcast_to, L.concat: _along_axis,
-    L.stack: _stack, L.unstack: _unstack, L.concat_part: _along_axis, L.split: _along_axis,
-    I.gather: _gather, I.gather_grad: _gather_grad, L.reverse: _along_axis, L.roll: _along_axis,
-    scan.cumsum: _along_axis, scan.cumprod: _along_axis, scan.shift: _along_axis,
+    L.stack: _stack, L.unstack: _unstack, L.concat_part: _along_axis,
+    I.gather: _gather, I.gather_grad: _gather_grad,
+    # one table with batching.BATCH_RULES for these families:
+    **{op: _reduce if kind else _along_axis for op, (_, kind) in AXIS_ATTR.items()},
+    **{op: _leading for op in TRAILING_CORE}, **{op: _per_axis for op in PER_AXIS},
 }
 
 # ones_like / zeros_like read only the shape of their input

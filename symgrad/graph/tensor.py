@@ -134,6 +134,15 @@ class Tensor(TensorOperators):
 
     __hash__ = object.__hash__
 
+    # --- numpy functions build symgrad ops (symbolic Tensors only; see numpy_interop.py) ---
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from ..numpy_interop import apply_ufunc   # builds on the ops, which build on this
+        return apply_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from ..numpy_interop import apply_function
+        return apply_function(func, args, kwargs)
+
     def __reduce__(self):
         raise TypeError("symgrad Tensors cannot be pickled; rebuild the graph instead")
 

@@ -16,7 +16,7 @@ import sympy as sp
 
 from . import api as F
 from . import sympy_functions as tf
-from .registry import elementwise
+from .registry import OpDef, apply, elementwise
 from .symbols import NUMPY_FUNCTIONS, numpy_callable
 
 SQRT_PI = math.sqrt(math.pi)
@@ -67,7 +67,13 @@ arccos = unary("arccos", np.arccos, sp.acos, lambda g, out, x: (-g / F.sqrt(1.0 
 arctan = unary("arctan", np.arctan, sp.atan, lambda g, out, x: (g / (1.0 + x * x),))
 sinh = unary("sinh", np.sinh, sp.sinh, lambda g, out, x: (g * F.cosh(x),))
 cosh = unary("cosh", np.cosh, sp.cosh, lambda g, out, x: (g * F.sinh(x),))
-tanh = unary("tanh", np.tanh, sp.tanh, lambda g, out, x: (g * (1.0 - out * out),))
+# tanh' = sech**2 (tf.TanhPrime: no cancellation where tanh' is small, unlike 1 - tanh**2);
+# the tape multiplies by the internal op tanh_prime (its own vjp: -2 tanh sech**2)
+tanh_prime = OpDef("tanh_prime", "elementwise", numpy=tf.TanhPrime.numpy_form,
+                   sympy=tf.TanhPrime, public=False,
+                   vjp=lambda g, out, x: (-2.0 * g * out * F.tanh(x),),
+                   doc="tanh'(x) = sech(x)**2 (tanh's tape vjp; not registered)")
+tanh = unary("tanh", np.tanh, tf.Tanh, lambda g, out, x: (g * apply(tanh_prime, (x,)),))
 arcsinh = unary("arcsinh", np.arcsinh, sp.asinh,
                 lambda g, out, x: (g / F.sqrt(x * x + 1.0),))
 arccosh = unary("arccosh", np.arccosh, sp.acosh,

@@ -182,14 +182,21 @@ def _selu(x):
 
 
 def _selu_vjp(g, out, x):
-    left = F.where(x < 0.0, g * (SELU_SCALE * SELU_ALPHA) * F.exp(x),
-                   g * (SELU_SCALE * SELU_ALPHA))
-    return (F.where(x > 0.0, g * SELU_SCALE, left),)
+    # TF's SeluGrad reads the output: out < 0 ? g (out + scale alpha) : g scale, i.e. the
+    # x >= 0 branch owns 0; its gradient (SeluGradGrad) is zero there too
+    return (F.where(x < 0.0, g * (SELU_SCALE * SELU_ALPHA) * F.exp(x), g * SELU_SCALE),)
 
 
-# selu'(0) = scale*alpha, selu''(0) = 0 (TF's SeluGrad and SeluGradGrad)
-selu = _ew("selu", _selu, lambda x: SELU_SCALE * sp.Piecewise(
-    (x, x > 0), (SELU_ALPHA * tf.expm1(x), x < 0), (SELU_ALPHA * x, True)), _selu_vjp)
+def _exact(value: float) -> sp.Float:
+    """A sympy Float that every printer writes with all of ``value``'s digits (lambdify
+    writes a 53-bit Float with 15 digits: selu' came out as 1.05070098735548)."""
+    return sp.Float(repr(value), 20)
+
+
+# selu'(0) = scale, selu''(0) = 0 (TF's SeluGrad and SeluGradGrad): as elu, the x >= 0
+# piece owns 0
+selu = _ew("selu", _selu, lambda x: _exact(SELU_SCALE) * sp.Piecewise(
+    (_exact(SELU_ALPHA) * tf.expm1(x), x < 0), (x, True)), _selu_vjp)
 
 
 def _gelu(x):

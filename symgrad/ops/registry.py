@@ -19,7 +19,7 @@ import numpy as np
 import sympy as sp
 
 from ..dtypes import as_dtype, is_bool, literal_dtype
-from ..errors import EagerMixError
+from ..errors import DTypeError, EagerMixError
 from ..graph.naming import unique_name
 from ..graph.tensor import Tensor
 from ..shapes import broadcast_shapes
@@ -114,6 +114,21 @@ def is_scalar_literal(value: Any) -> bool:
     return isinstance(value, scalar_types) and not isinstance(value, Tensor)
 
 
+def _check_plain_value(op: OpDef, k: int, value: Any) -> None:
+    """A string, dict or other non-numeric value given to an op: a TypeError naming it."""
+    if isinstance(value, Tensor) or is_scalar_literal(value) or \
+            bool(_eager_types) and isinstance(value, _eager_types):
+        return
+    try:
+        kind = np.asarray(value).dtype.kind
+    except (TypeError, ValueError):
+        return                                  # ragged or odd: the op's own check says so
+    if kind in "USV" or kind == "O" and not isinstance(value, (list, tuple)):
+        raise DTypeError(f"sg.{op.name}: argument {k} is {type(value).__name__} "
+                         f"{value!r:.40}; expected a Tensor, an eager value (sg.Variable), or "
+                         "a numpy array or number of a numeric or bool dtype")
+
+
 def apply(op: OpDef, inputs: tuple, attrs: Optional[dict] = None, name: Optional[str] = None):
     """Apply ``op``: a new graph node when any input is symbolic, else an eager value."""
     attrs = attrs or {}
@@ -121,6 +136,7 @@ def apply(op: OpDef, inputs: tuple, attrs: Optional[dict] = None, name: Optional
         if value is None:
             raise TypeError(f"sg.{op.name}: argument {k} is None; expected a Tensor, an eager "
                             "value (sg.Variable), a numpy array or a number")
+        _check_plain_value(op, k, value)
     symbolic = any(isinstance(i, Tensor) for i in inputs)
     eager = bool(_eager_types) and any(isinstance(i, _eager_types) for i in inputs)
     if symbolic and eager:

@@ -228,4 +228,6 @@ def eager_apply(op: OpDef, inputs: tuple, attrs: dict) -> EagerTensor:
     if op.differentiable and is_floating(dtype):
         for tape in state.recording_tapes():
             tape._record(op, tensors, attrs, out)
+        for accumulator in state.recording_accumulators():  # sg.ForwardAccumulator
+            accumulator._accumulate(op, tensors, attrs, out)
     return out

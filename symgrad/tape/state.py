@@ -65,3 +65,20 @@ def pause_recording() -> Iterator[None]:
         yield
     finally:
         _local.paused -= 1
+
+
+# --- forward accumulators (sg.ForwardAccumulator, symgrad/tape/forward.py) ------------------
+def accumulators() -> list:
+    """The active forward accumulators, outermost first (the list itself: forward.py
+    pushes and removes them)."""
+    if not hasattr(_local, "accumulators"):
+        _local.accumulators = []
+    return _local.accumulators
+
+
+def recording_accumulators() -> list:
+    """The active accumulators that see ops now (none while paused)."""
+    stack = accumulators()
+    if is_paused():
+        return []
+    return [a for a in stack if a._recording]

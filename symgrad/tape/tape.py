@@ -27,6 +27,7 @@ from ..errors import TapeError, UnconnectedGradientError
 from ..ops import api as F
 from . import state
 from .backward import Record, backward, key_of
+from .batch import batched_vjps, identity_seeds, reshaped
 from .eager import EagerTensor, Variable, as_eager
 from .structure import flatten, flatten_like, unflatten
 from .seeds import check_eager, policy, seed_for
@@ -195,7 +196,8 @@ class GradientTape:
 
     def jacobian(self, target: Any, sources: Any, unconnected_gradients: Any = "none",
                  parallel_iterations: Any = None, experimental_use_pfor: bool = True) -> Any:
-        """Full Jacobian: for each source, shape ``target.shape + source.shape``.
+        """Full Jacobian: for each source, shape ``target.shape + source.shape``, from
+        one batched backward pass seeded with the identity (``tape/batch.py``).
 
         >>> import symgrad as sg
         >>> x = sg.Variable([1.0, 2.0])
@@ -213,12 +215,22 @@ class GradientTape:
         y = as_eager(target)
         self._start_call("jacobian")
         try:
-            rows = [self._jacobian_row(y, index, flat_sources)
-                    for index in np.ndindex(*y.shape)]
+            batched = None
+            if int(np.prod(y.shape, dtype=np.int64)):
+                batched = batched_vjps(self, y, flat_sources, identity_seeds(y.shape, y.dtype))
+            rows = None
+            if batched is None:
+                rows = [self._jacobian_row(y, index, flat_sources)
+                        for index in np.ndindex(*y.shape)]
         finally:
             self._finish_call()
-        results = [self._stack(y, s, [row[k] for row in rows], rule)
-                   for k, s in enumerate(flat_sources)]
+        if rows is not None:
+            results = [self._stack(y, s, [row[k] for row in rows], rule)
+                       for k, s in enumerate(flat_sources)]
+        else:
+            results = [self._stack(y, s, [], rule) if g is None
+                       else reshaped(g, tuple(y.shape) + tuple(s.shape))
+                       for s, g in zip(flat_sources, batched)]
         return unflatten(sources, results)
 
     def batch_jacobian(self, target: Any, source: Any, unconnected_gradients: Any = "none",

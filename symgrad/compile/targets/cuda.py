@@ -1,0 +1,33 @@
+"""The ``cuda`` target: numba.cuda kernels and CuPy device steps (docs/cuda.md).
+
+numba.cuda is imported only when a function is compiled for it (``compile``).
+
+>>> from symgrad.compile.targets import CUDA
+>>> from symgrad.ops import structural as S
+>>> class Node: op = S.matmul
+>>> CUDA.step_place(Node())
+'device, library call: cuBLAS via CuPy'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .base import Target
+
+
+@dataclass(frozen=True)
+class CudaTarget(Target):
+    def step_place(self, node) -> str:
+        from ..cuda_steps import LIBRARY_CALLS
+        if node.op in LIBRARY_CALLS:
+            return "device, library call: cuBLAS via CuPy"
+        return "device step: CuPy"
+
+    def compile(self, inputs: list, outputs: list, plan, key: str, single: bool):
+        from ..cuda_runtime import compile_cuda
+        return compile_cuda(inputs, outputs, plan, key, single)
+
+
+CUDA = CudaTarget("cuda", nests=True, scatter=False, device=True, fixed_math="libm",
+                  kernels_run="numba.cuda device kernels")

@@ -1,0 +1,8 @@
+"""Exact sparsity patterns, colourings and compressed sparse Jacobians and Hessians
+(docs/sparsity.md). scipy is imported lazily, only when a pattern is built."""
+
+from .compressed import sparse_hessian, sparse_jacobian
+from .pattern import hessian_sparsity, sparsity
+from .tensor import SparseTensor
+
+__all__ = ["SparseTensor", "hessian_sparsity", "sparse_hessian", "sparse_jacobian", "sparsity"]

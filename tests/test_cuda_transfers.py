@@ -1,0 +1,200 @@
+"""target="cuda" keeps every value of a plan on the device: for every graph of the
+conformance suites (tests/conformance/semantics and v2) a call moves only its host
+arguments up and its results down, and nothing at all when the arguments are device
+arrays. Every host<->device copy goes through ``cuda_runtime.to_device``/``to_host``,
+which count them in ``cuda_runtime.TRANSFERS`` by kind.
+
+Under the simulator numpy stands in for CuPy (``cuda_runtime.array_module``), so every
+structural step of these graphs runs through ``cuda_steps.FORMS`` here too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symgrad as sg
+from tests.conformance.loader import CASES_DIR, build_case, load_cases
+from tests.conformance.v2 import V2_DIR
+
+pytestmark = [pytest.mark.cuda, pytest.mark.compiled,
+              pytest.mark.filterwarnings("ignore::RuntimeWarning")]
+
+ALLOWED_CHECKS = 1   # one read of the deferred index-check flags (graphs that gather)
+
+
+def _cases() -> list:
+    cases = load_cases(CASES_DIR) + load_cases(V2_DIR)
+    return [pytest.param(c, id=c["name"]) for c in cases
+            if not c.get("skip") and c["expected"]["outcome"] == "values"]
+
+
+@pytest.fixture(scope="module")
+def runtime():
+    from numba import cuda
+    from symgrad.compile import cuda_runtime
+    return cuda, cuda_runtime
+
+
+def _counted(runtime, call):
+    counter = runtime[1].TRANSFERS
+    counter.clear()
+    out = call()
+    return out, dict(counter)
+
+
+def _assert_close(got, want, case):
+    for g, w in zip(got, want):
+        if w is None:
+            assert g is None, case
+            continue
+        g = g.copy_to_host() if hasattr(g, "copy_to_host") else np.asarray(g)
+        assert g.dtype == w.dtype and g.shape == w.shape, case
+        np.testing.assert_array_equal(g, w, err_msg=case)
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_a_plan_makes_no_host_round_trip(case, runtime):
+    cuda, cuda_runtime = runtime
+    built = build_case(case, sg)
+    grads = built.call_gradients()
+    f = sg.function(built.placeholders, grads, target="cuda")
+    feeds = [np.asarray(a) for a in built.feeds]
+    device = [cuda.to_device(a) for a in feeds]
+    f(*feeds), f(*device)          # constants go up once per function, when first read
+    host, counts = _counted(runtime, lambda: f(*feeds))
+    assert counts.get("input", 0) <= len(feeds), (case["name"], counts)
+    assert counts.get("output", 0) <= sum(g is not None for g in grads), (case["name"], counts)
+    assert counts.get("check", 0) <= ALLOWED_CHECKS, (case["name"], counts)
+    assert set(counts) <= {"input", "output", "check"}, (case["name"], counts)
+    assert all(isinstance(h, np.ndarray) for h in host if h is not None)
+
+    got, counts = _counted(runtime, lambda: f(*device))
+    assert set(counts) <= {"check"} and counts.get("check", 0) <= ALLOWED_CHECKS, \
+        (case["name"], counts)
+    if device:      # device arguments: device results (no arguments: host results)
+        assert all(cuda_runtime.is_device_array(g) for g in got if g is not None)
+    _assert_close(got, host, case["name"])
+
+
+def test_every_structural_op_has_a_device_form():
+    from symgrad.compile.cuda_steps import FORMS, missing_forms
+    from symgrad.ops.registry import OpDef
+
+    assert missing_forms() == []
+    assert all(isinstance(op, OpDef) for op in FORMS)
+
+
+def test_out_of_range_gather_raises_after_one_flag_read(runtime):
+    from symgrad.errors import GatherIndexError
+
+    p = sg.placeholder("p", shape=(4,))
+    i = sg.placeholder("i", shape=(2,), dtype="int64")
+    f = sg.function([p, i], sg.gather(p, i) * 2.0, target="cuda")
+    np.testing.assert_array_equal(f(np.arange(4.0), np.array([3, 0])), [6.0, 0.0])
+    with pytest.raises(GatherIndexError, match=r"indices\[1\] = 4 is not in \[0, 4\)"):
+        f(np.arange(4.0), np.array([0, 4]))
+    _, counts = _counted(runtime, lambda: f(np.arange(4.0), np.array([1, 2])))
+    assert counts == {"input": 2, "output": 1, "check": 1}
+
+
+def test_launch_configurations_and_bound_kernels_are_cached(runtime):
+    x = sg.placeholder("x", shape=(8,))
+    f = sg.function([x], sg.sin(x) * x, target="cuda")
+    driver = f.module.run.__self__
+    f(np.ones(8))
+    bound = dict(driver.bound)
+    f(np.ones(8))
+    assert len(bound) == 1 and driver.bound == bound and list(driver.configs) == [8]
+
+
+def test_every_array_function_of_the_forms_exists_in_cupy():
+    """The forms run on CuPy on a GPU: each ``xp.<name>`` they use is in CuPy's API
+    (checked where CuPy imports; it does without a GPU)."""
+    import re
+    from pathlib import Path
+
+    cupy = pytest.importorskip("cupy")
+    import symgrad.compile.cuda_steps as steps
+
+    text = Path(steps.__file__).read_text()
+    names = set(re.findall(r"\bxp\.(\w+)", text))
+    names |= {"argmax", "argmin", "cumsum", "cumprod", "sum", "mean", "prod", "max", "min"}
+    names |= {"asnumpy", "from_dlpack", "ndarray"}          # cuda_runtime's own uses
+    assert {"matmul", "einsum", "take", "moveaxis"} <= names
+    assert sorted(n for n in names if not hasattr(cupy, n)) == []
+    assert hasattr(cupy.cuda, "get_current_stream") and hasattr(cupy.add, "at")
+
+
+class _FakeCupyArray(np.ndarray):
+    """A "device" array of the fake CuPy below: numpy memory with a CAI-like marker."""
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "version": 3}
+
+
+def _fake_cupy():
+    """numpy dressed as CuPy: the module functions the GPU branch of cuda_runtime calls."""
+    import types
+
+    def wrapped(name: str):
+        fn = getattr(np, name)
+        if isinstance(fn, (type, np.ufunc)) or not callable(fn):
+            return fn        # dtypes, ufuncs (they keep the subclass), constants
+
+        def call(*args, **kw):
+            out = fn(*args, **kw)
+            return out.view(_FakeCupyArray) if type(out) is np.ndarray else out
+        return call
+
+    fake = types.ModuleType("cupy")
+    fake.__getattr__ = wrapped
+    fake.ndarray = _FakeCupyArray
+    fake.asarray = lambda a, *args, **kw: np.asarray(a, *args, **kw).view(_FakeCupyArray)
+    fake.asnumpy = lambda a: np.array(a, copy=True).view(np.ndarray)
+    fake.from_dlpack = lambda a: np.from_dlpack(a).view(_FakeCupyArray)
+    stream = types.SimpleNamespace(ptr=0)
+    fake.cuda = types.SimpleNamespace(get_current_stream=lambda: stream)
+    return fake
+
+
+def test_the_gpu_branch_with_numpy_dressed_as_cupy(runtime, monkeypatch):
+    """The code paths taken on a GPU (CuPy arrays, asnumpy, from_dlpack, kernels handed
+    arrays through __cuda_array_interface__ without a sync) run here with a fake CuPy."""
+    import sys
+
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    cuda, cuda_runtime = runtime
+    fake = _fake_cupy()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(cuda_runtime, "SIMULATOR", False)
+    monkeypatch.setattr(cuda_runtime.cuda, "from_cuda_array_interface",
+                        lambda desc, owner, sync: FakeCUDAArray(np.asarray(owner)),
+                        raising=False)
+    cuda_runtime.array_module.cache_clear()
+    try:
+        assert cuda_runtime.array_module() is fake
+        p = sg.placeholder("p", shape=(5, 3))
+        i = sg.placeholder("i", shape=(2,), dtype="int64")
+        d = p[:, None, :] - p[None, :, :]
+        e = sg.reduce_sum(sg.exp(-sg.reduce_sum(d * d, axis=-1))) + \
+            sg.reduce_sum(sg.tanh(sg.gather(p, i) @ sg.transpose(p)))
+        outs = [e, p] + sg.gradients(e, p)
+        x, idx = np.random.default_rng(6).normal(size=(5, 3)), np.array([4, 1])
+        want = sg.function([p, i], outs)(x, idx)
+        f = sg.function([p, i], outs, target="cuda")
+        host, counts = _counted(runtime, lambda: f(x, idx))
+        assert counts == {"input": 2, "output": 2, "check": 1}
+        assert all(type(h) is np.ndarray for h in host)
+        device = [fake.asarray(x), cuda.to_device(idx)]     # CuPy and numba device arrays
+        got, counts = _counted(runtime, lambda: f(*device))
+        assert counts == {"check": 1}
+        assert all(isinstance(g, _FakeCupyArray) for g in got)
+        assert not np.shares_memory(got[1], device[0])
+        for g, w, h in zip(got, want, host):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12)
+            np.testing.assert_allclose(h, w, rtol=1e-12)
+    finally:
+        cuda_runtime.array_module.cache_clear()
