@@ -9,10 +9,12 @@ Graphs (x a float64 vector placeholder of shape (None,)):
   deep L:  e = x; L times e = sin(e)*0.5 + x; y = e     (3 nodes per level)
 Each case runs in a fresh subprocess with empty symgrad and numba caches and reports the
 seconds of each phase: graph build, sg.gradients, then inside sg.function: fold, plan,
-lowering (+cse), printing, module load; then the first call (numba compiles here) and a
-second call. Nodes are the graph nodes of [y, dy/dx]. The exponent b of time ~ nodes**b
-is fitted per phase over the sizes run. ``--profile`` runs one case under cProfile and
-prints the top functions by cumulative and by own time.
+lowering (+cse), printing, module load, numba (sg.function compiles every kernel before it
+returns); then the first call (nothing left to compile) and a second call; "compile" is
+sg.function + first call. Nodes are the graph nodes of [y, dy/dx]. Per phase, a linear
+fit time = a + b * nodes (b in seconds per 1000 nodes, with R^2) and the exponent of
+time ~ nodes**c are printed over the sizes run. ``--profile`` runs one case under
+cProfile and prints the top functions by cumulative and by own time.
 """
 
 from __future__ import annotations
@@ -31,10 +33,11 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # process CPU seconds: the machines this runs on are often shared (wall time is also kept)
 clock = time.process_time
-PHASES = ("build", "gradients", "fold", "plan", "lower", "print", "load", "function",
-          "first_call", "second_call")
+PHASES = ("build", "gradients", "fold", "plan", "lower", "print", "load", "numba", "function",
+          "first_call", "second_call", "compile")
 # sg.function's passes, timed by wrapping the names function.py calls (missing ones skipped)
-PASSES = {"fold": "fold_graph", "plan": "build_plan", "lower": "lower_kernel"}
+PASSES = {"fold": "fold_graph", "plan": "build_plan", "lower": "lower_kernel",
+          "numba": "compile_module"}
 
 
 def build(sg, kind: str, size: int):
@@ -107,6 +110,7 @@ def measure(kind: str, size: int) -> dict:
         got = f(arg)
         times[phase] = clock() - start
     times["wall"] = time.perf_counter() - wall
+    times["compile"] = times["function"] + times["first_call"]
     want = sg.evaluate([y, g], {x: arg})
     ok = all(np.allclose(a, b, rtol=1e-9, atol=1e-9) for a, b in zip(got, want))
     return {"kind": kind, "size": size, "nodes": len(topological_order([y, g])),
@@ -143,8 +147,22 @@ def fit_exponent(rows: list, phase: str) -> float | None:
     return float(np.polyfit(n, t, 1)[0])
 
 
+def fit_linear(rows: list, phase: str) -> dict | None:
+    """Least-squares time = a + b * nodes: {"a": seconds, "b_per_1000": seconds per 1000
+    nodes, "r2": coefficient of determination}."""
+    points = [(r["nodes"], r[phase]) for r in rows if r.get(phase) is not None]
+    if len(points) < 2:
+        return None
+    n, t = np.array(points, float).T
+    b, a = np.polyfit(n, t, 1)
+    spread = float(np.sum((t - t.mean()) ** 2))
+    r2 = 1.0 - float(np.sum((t - (a + b * n)) ** 2)) / spread if spread > 0 else 1.0
+    return {"a": float(a), "b_per_1000": float(b) * 1000.0, "r2": r2}
+
+
 def table(rows: list) -> str:
-    shown = ("build", "gradients", "fold", "plan", "lower", "print", "function", "first_call")
+    shown = ("build", "gradients", "fold", "plan", "lower", "print", "numba", "function",
+             "first_call")
     head = "| graph | nodes | " + " | ".join(shown) + " | total |"
     lines = [head, "|" + " --- |" * (len(shown) + 3)]
     for r in rows:
@@ -195,15 +213,23 @@ def main(argv: list | None = None) -> int:
             rows.append(run_fresh(kind, size, args.timeout))
             print(f"{kind} {size}: {rows[-1]}", file=sys.stderr, flush=True)
     print(table(rows))
-    exponents = {kind: {p: fit_exponent([r for r in rows if r["kind"] == kind], p)
+    exponents = {kind: {p: fit_exponent([r for r in rows if r["kind"] == kind and
+                                          "error" not in r], p)
                         for p in PHASES} for kind in ("wide", "deep")}
+    linear = {kind: {p: fit_linear([r for r in rows if r["kind"] == kind and "error" not in r],
+                                   p) for p in PHASES} for kind in ("wide", "deep")}
     for kind, fits in exponents.items():
         shown = ", ".join(f"{p} {b:.2f}" for p, b in fits.items() if b is not None)
-        print(f"{kind}: time ~ nodes**b with b = {shown}")
+        print(f"{kind}: time ~ nodes**c with c = {shown}")
+        shown = ", ".join(f"{p} {f['a']:.2f} + {f['b_per_1000']:.3f}/1000 (R^2 {f['r2']:.3f})"
+                          for p, f in linear[kind].items()
+                          if f is not None and p in ("lower", "print", "numba", "compile"))
+        print(f"{kind}: linear fit seconds = a + b * nodes: {shown}")
     payload = {"started": datetime.datetime.now().isoformat(timespec="seconds"),
                "command": " ".join(["python", "benchmarks/compile_scaling.py"] +
                                    (argv if argv is not None else sys.argv[1:])),
-               "cpus": os.cpu_count(), "results": rows, "exponents": exponents}
+               "cpus": os.cpu_count(), "results": rows, "exponents": exponents,
+               "linear": linear}
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as fh:
         json.dump(payload, fh, indent=1)

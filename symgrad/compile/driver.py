@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..shapes import format_shape, is_fully_known
-from .lower import LoweredKernel
+from .lower import LoweredKernel, alias_module_calls
 from .oprules import PARALLEL_STEP_FORMS, PLACEHOLDER, STEP_FORMS, VIEWS, S, index_text
 from .nest import NEST_MATH, Nest, nest_inputs, nest_outputs, nest_source
 from .regions import Kernel, Plan, Step
@@ -20,7 +20,7 @@ from .targets import get as get_target
 from .threaded_matmul import CHUNKS_PER_THREAD
 from .printer import helpers_used
 from .reuse import merged_inputs, one_array, reuse_plan
-from .templates import FASTMATH, checks_trig, loop_source, quoted, split_body_source
+from .templates import FASTMATH, OPTIONS, checks_trig, loop_source, quoted, split_body_source
 from .vecmath import FORMS
 
 PARALLEL_THRESHOLD = 1 << 15   # below this many elements a parallel kernel runs serially
@@ -67,6 +67,11 @@ class ModuleWriter:
         self.pooled = self.parallel
         self.chunk_loops: set = set()
         self.reuse = reuse_plan(plan, lambda k: not checks_trig(lowered[k.index], math))
+        self.aliases: list = []
+        for lk in lowered:
+            if lk.texts is not None:   # straight kernels: module functions as globals
+                lk.texts, lines = alias_module_calls(lk.texts)
+                self.aliases += [line for line in lines if line not in self.aliases]
 
     # --- the whole module ---------------------------------------------------------------
     def source(self) -> str:
@@ -84,13 +89,17 @@ class ModuleWriter:
                 *(["from symgrad.compile.threaded_matmul import matmul as tmatmul_, "
                    "run_chunks as chunks_"] if self.parallel else []), "",
                 f"FASTMATH = {_fastmath()}", "f32 = np.float32", "array = np.array",
-                "ndarray = np.ndarray", f"REUSED = {self.reused()}", ""]
+                "ndarray = np.ndarray", f"REUSED = {self.reused()}",
+                f"PARALLEL_AT_ = {PARALLEL_THRESHOLD}   # elements: a parallel loop from here",
+                *sorted(self.aliases), ""]
         parts = ["\n".join(head)]
         for unit in self.plan.units:
             if isinstance(unit, Kernel):
                 parts.append(self.kernel_source(self.lowered[unit.index]))
             elif isinstance(unit, Nest):
                 parts.append(self.nest_source(unit))
+        if self.has_fast_path():
+            parts.append(self.scalar_entries())
         parts.append(self.driver())
         return "\n\n\n".join(parts) + "\n"
 
@@ -186,15 +195,21 @@ class ModuleWriter:
     def driver(self) -> str:
         g = self.plan.graph
         n = len(g.placeholders)
+        unpack = f"{', '.join(f'v{p.index}' for p in g.placeholders)}{',' if n == 1 else ''} = args"
         self.lines = ["def run(*args, **kwargs):"]
+        fast = []
+        if self.has_fast_path():
+            self.lines = fast = ["def run(*args, **kwargs):"]
+            self.emit(f"if len(args) == {n} and not kwargs:", 0)
+            self.emit(unpack, 1)
+            self.fast_path()   # depth 1 and 2 here
+            self.lines = ["def run(*args, **kwargs):"]
         self.emit("if kwargs:")
         self.emit("args = bind_(args, kwargs)", 2)
         self.emit(f"if len(args) != {n}:")
         self.emit("arity_(args)", 2)
         if n:
-            self.emit(f"{', '.join(f'v{p.index}' for p in g.placeholders)}{',' if n == 1 else ''}"
-                      " = args")
-        self.fast_path()
+            self.emit(unpack)
         for k, p in enumerate(g.placeholders):
             v = f"v{p.index}"
             if is_fully_known(p.shape):
@@ -218,7 +233,8 @@ class ModuleWriter:
                 self.step(unit)
         self.emit(f"return {self.returned()}")
         body = ["    " + line for line in self.lines[1:]]
-        return "\n".join([self.lines[0], "    try:"] + body + [
+        fast = ["    " + line for line in fast[1:]]
+        return "\n".join([self.lines[0]] + fast + ["    try:"] + body + [
             "    except Fallback_:",
             "        return reference_(args)",
             "    except NumbaError_ as exc:",
@@ -311,7 +327,7 @@ class ModuleWriter:
                 self.launch(k, outs_par if total >= PARALLEL_THRESHOLD else outs_serial, dims,
                             args, total >= PARALLEL_THRESHOLD, 1)
             else:
-                self.emit(f"if {size} >= {PARALLEL_THRESHOLD}:")
+                self.emit(f"if {size} >= PARALLEL_AT_:")
                 self.launch(k, outs_par, dims, args, True, 2)
                 self.emit("else:")
                 self.launch(k, outs_serial, dims, args, False, 2)
@@ -414,14 +430,42 @@ class ModuleWriter:
             line = f"S{node.index}({', '.join(ins)})"
         self.emit(f"{v} = {line}  # {node.op.name} {quoted(node.name)}")
 
-    def fast_path(self) -> None:
-        """All-scalar float64 functions: call the scalar bodies on Python floats directly."""
+    def has_fast_path(self) -> bool:
+        """All-scalar float64 functions whose kernels read placeholders or earlier kernels
+        only: the driver calls their scalar bodies on Python floats directly."""
         g = self.plan.graph
         if not g.placeholders or any(p.shape != () or p.dtype.name != "float64"
                                      for p in g.placeholders):
-            return
+            return False
         if any(not isinstance(u, Kernel) or u.rank for u in self.plan.units):
-            return
+            return False
+        known = set()
+        for k in self.plan.kernels:
+            if any(i.op is not PLACEHOLDER and i.index not in known for i in k.inputs):
+                return False
+            known |= {s.index for s in self.lowered[k.index].sources}
+            known |= {o.node.index for o in k.outputs}
+        return True
+
+    def scalar_entries(self) -> str:
+        """``_k<i>_scalar``: the fast path's scalar bodies as cached functions (the
+        ``_point`` bodies are inlined into loops, never cached), and ``ENTRIES_``, which
+        ``eager.compile_module`` rebinds to their compiled entry points."""
+        parts, entries = [], {}
+        for k in self.plan.kernels:
+            lk = self.lowered[k.index]
+            point = f"_k{k.index}_point" + ("_libm" if checks_trig(lk, self.math) else "")
+            args = ", ".join(s.name for s in lk.symbols)
+            parts.append(f"@numba.njit({OPTIONS})\ndef _k{k.index}_scalar({args}):\n"
+                         f"    return {point}({args})")
+            entries[f"P{k.index}_"] = f"_k{k.index}_scalar"
+        aliases = "\n".join(f"{a} = {n}" for a, n in entries.items())
+        return "\n\n\n".join(parts) + f"\n\n\n{aliases}\nENTRIES_ = {entries!r}"
+
+    def fast_path(self) -> None:
+        """The Python-float fast path of ``has_fast_path`` functions (depth 1: inside
+        ``if len(args) == n and not kwargs``)."""
+        g = self.plan.graph
         cond = " and ".join(f"type(v{p.index}) is float" for p in g.placeholders)
         self.emit(f"if {cond}:")
         scalars: dict = {}
@@ -429,13 +473,9 @@ class ModuleWriter:
             lk = self.lowered[k.index]
             args = [f"v{i.index}" if i.op is PLACEHOLDER else f"e{i.index}"
                     for i in k.inputs]
-            if any(i.op is not PLACEHOLDER and i.index not in scalars for i in k.inputs):
-                self.lines.pop()
-                return
             names = [f"e{s.index}" for s in lk.sources]
-            point = f"_k{k.index}_point" + ("_libm" if checks_trig(lk, self.math) else "")
             self.emit(f"{', '.join(names)}{',' if len(names) == 1 else ''} = "
-                      f"{point}({', '.join(args)})", 2)
+                      f"P{k.index}_({', '.join(args)})", 2)
             for s in lk.sources:
                 scalars[s.index] = s
             for o in k.outputs:

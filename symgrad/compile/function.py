@@ -12,19 +12,20 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Optional
 
 from ..evaluate import output_list
 from ..graph.tensor import Tensor
 from ..graph.traversal import placeholders_of, topological_order
 from . import cache
-from .driver import ModuleWriter
+from .driver import PARALLEL_THRESHOLD, ModuleWriter
+from .eager import compile_module
 from .fold import fold_graph
 from .lower import lower_kernel
 from .nest import nest_plan
 from .oprules import PLACEHOLDER
 from .printer import MATH_MODES
-from .progress import Phases
+from .progress import Phases, progress_stream
 from .regions import build_plan
 from .runtime import CompiledFunction, Fallback, bind_runtime, iteration_shape
 from .targets import NAMES as TARGETS, get as get_target
@@ -54,14 +55,18 @@ def _as_inputs(inputs: Any, outputs: list) -> list:
 
 
 def function(inputs: Any, outputs: Any, target: str = "cpu",
-             math: str = "fast") -> CompiledFunction:
-    """Compile ``outputs`` as functions of the placeholders ``inputs``.
+             math: str = "fast", progress: Optional[bool] = None) -> CompiledFunction:
+    """Compile ``outputs`` as functions of the placeholders ``inputs``; every numba function
+    the call runs is compiled (or loaded from numba's cache) before this returns.
 
     ``math="fast"`` (default) computes exp, expm1, log, log1p, sin, cos, tanh, sigmoid and
     softplus in loop kernels with symgrad's vectorisable forms (at most 1-4 ulp, libm's
     special values; docs/vecmath.md); ``math="libm"`` calls libm as numba does. The cuda
-    target always uses the device's math library."""
+    target always uses the device's math library. ``progress``: show the compile's phases
+    on stderr (None: when stderr is a terminal and the compile takes over 2 s)."""
     spec = get_target(target)
+    if progress not in (None, True, False):
+        raise ValueError(f"sg.function: progress must be None, True or False, got {progress!r}")
     if math not in MATH_MODES:
         raise ValueError(f"sg.function: unknown math {math!r}; use one of {MATH_MODES}")
     math = spec.math(math)
@@ -71,7 +76,8 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
         return sparse
     outputs, single = output_list(outputs, "sg.function")
     inputs = _as_inputs(inputs, outputs)
-    phases = Phases(f"f({', '.join(p.name for p in inputs)}) target={target!r}")
+    phases = Phases(f"f({', '.join(p.name for p in inputs)}) target={target!r}",
+                    **progress_stream(progress))
     with phases.phase("fold"):
         graph = fold_graph(outputs, inputs)
     with phases.phase("plan"):   # cuda runs getitem_grad as steps and has no loop nests
@@ -98,11 +104,14 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
 
     with phases.phase("module (cache or build)"):
         module, source, built = cache.load_or_build(key, build)
-    phases.done()
     bind_runtime(module, plan, inputs)
     # A class per function whose __call__ is the generated driver itself: no extra frame.
     cls = type("CompiledFunction", (CompiledFunction,), {"__call__": staticmethod(module.run)})
     f = cls(inputs, outputs, target, plan, module, source, key, single)
     module.__dict__.update(reference_=f._reference, compile_error_=f._compile_error)
     f.cache_hit, f.math, f.compiler = not built, math, function
+    with phases.phase("numba compile" if built else "numba load"):
+        compile_module(module, inputs, PARALLEL_THRESHOLD if spec.threads else 0,
+                       "ENTRIES_" in module.__dict__)
+    phases.done()
     return f

@@ -1,6 +1,7 @@
 """Timing of the compile phases: each is logged through ``logging.getLogger("symgrad")``
-(DEBUG per phase, INFO for the whole compile), and a compile that runs longer than
-``SHOW_AFTER`` seconds shows its phases on stderr when stderr is a terminal.
+(DEBUG per phase, INFO for the whole compile, numba's compile included), and a compile
+that runs longer than ``SHOW_AFTER`` seconds shows its phases on stderr when stderr is a
+terminal (``sg.function(..., progress=True)``: always, from the start; ``False``: never).
 
 >>> import logging
 >>> phases = Phases("f(x)", stream=None)
@@ -32,10 +33,23 @@ def _terminal() -> Optional[TextIO]:
         return None
 
 
+def progress_stream(progress: Optional[bool]) -> dict:
+    """``Phases`` keyword arguments for ``sg.function(..., progress=)``: None shows long
+    compiles on a terminal, True shows them on stderr whatever it is, False never.
+
+    >>> progress_stream(False)
+    {'stream': None}
+    """
+    if progress is None:
+        return {}
+    return {"stream": sys.stderr, "show_after": 0.0} if progress else {"stream": None}
+
+
 class Phases:
     """The phases of one compile of ``what`` (e.g. ``"f(x, y) target='cpu'"``)."""
 
-    def __init__(self, what: str, stream: Optional[TextIO] = ...):
+    def __init__(self, what: str, stream: Optional[TextIO] = ...,
+                 show_after: Optional[float] = None):
         self.what = what
         self.stream = _terminal() if stream is ... else stream
         self.start = time.perf_counter()
@@ -45,7 +59,8 @@ class Phases:
         self.lock = threading.Lock()
         self.timer = None
         if self.stream is not None:
-            self.timer = threading.Timer(SHOW_AFTER, self._show)
+            self.timer = threading.Timer(SHOW_AFTER if show_after is None else show_after,
+                                         self._show)
             self.timer.daemon = True
             self.timer.start()
 

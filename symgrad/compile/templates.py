@@ -147,6 +147,8 @@ def output_access(out: KernelOutput, rank: int, parallel: bool) -> OutputAccess:
 def printed(lowered: LoweredKernel, math: str = "libm", trig: bool = True) -> tuple:
     """(statement texts ``name = expr``, result texts, sin/cos argument texts) of the
     scalar body, printed once per lowered kernel and math mode and kept on it."""
+    if lowered.texts is not None:    # lowered node by node: printed already, with libm
+        return lowered.texts, [r.name for r in lowered.results], []
     if lowered.printed is None:
         lowered.printed = {}
     key = (math, trig)

@@ -1,0 +1,179 @@
+"""Eager compilation: every numba function the generated driver calls is compiled (or
+loaded from numba's cache) inside ``sg.function``, so the first call is an ordinary call.
+
+The signatures are exactly those of the driver's calls: the driver runs once on dummy
+arguments (zeros of each placeholder's dtype and rank, unknown lengths 3) in a copy of the
+module's namespace where each numba function is replaced by a recorder that compiles the
+argument types it receives and returns without running the loop. Both branches of a
+size-dependent choice between a serial and a parallel loop are taken (one dry run each),
+every ``_libm`` variant is compiled with the signatures of its fast twin, and an
+all-scalar function also runs its Python-float fast path. A dry run that fails (a step that
+cannot run on dummy data) leaves the remaining functions to compile at their first call.
+
+>>> import numpy as np, symgrad as sg
+>>> x = sg.placeholder("x", shape=(None,))
+>>> f = sg.function([x], sg.reduce_sum(sg.sin(x)))
+>>> loop = f.module._k0_cpu
+>>> before = len(loop.signatures)
+>>> _ = f(np.ones(5))
+>>> before >= 1 and len(loop.signatures) == before
+True
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import types
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+import numpy as np
+
+logger = logging.getLogger("symgrad")
+
+UNKNOWN_LENGTH = 3   # a length >= 3: strided views keep their general layout
+LIBM = "_libm"
+_PATCH_LOCK = threading.RLock()   # one compile_module patches numba's typing at a time
+
+
+class _Stop(Exception):
+    """The dry run took the reference path: nothing more to compile from it."""
+
+
+def dispatchers(module: types.ModuleType) -> dict:
+    """{name: numba dispatcher} of the functions the module defines (unwrapping the
+    parallel-launch lock)."""
+    from numba.core.dispatcher import Dispatcher
+
+    found = {}
+    for name, value in vars(module).items():
+        if not isinstance(value, Dispatcher):
+            value = getattr(value, "__wrapped__", None)   # guard_parallel's lock
+        if isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__:
+            found[name] = value
+    return found
+
+
+def _recorder(dispatcher) -> Callable:
+    from numba import typeof
+
+    def record(*args):
+        dispatcher.compile(tuple(typeof(a) for a in args))
+        return 0         # a loop that checks sin/cos ranges: no element failed
+    return record
+
+
+def _scalar_runner(dispatcher) -> Callable:
+    def run(*args):      # scalar bodies run: their results are the next one's arguments
+        return dispatcher(*args)
+    return run
+
+
+def dummy_arguments(inputs: list, scalars: bool) -> list:
+    """One value per placeholder: zeros of its dtype and rank (Python floats when
+    ``scalars``, for the fast path of all-scalar functions)."""
+    if scalars:
+        return [0.5 for _ in inputs]
+    return [np.zeros(tuple(UNKNOWN_LENGTH if d is None else d for d in p.shape), p.dtype)
+            for p in inputs]
+
+
+@contextmanager
+def memoised_typing() -> Iterator[None]:
+    """numba types each scalar operation of a body by trying every template of its
+    function (``operator.mul`` has dozens), again for every occurrence. While generated
+    kernels compile, the signature of a builtin function on plain number and boolean types
+    is remembered per typing context (templates of such calls are pure): about a third of
+    numba's time on bodies of thousands of statements."""
+    from numba.core import types as nt
+    from numba.core.types.functions import BaseFunction
+
+    original = BaseFunction.get_call_type
+    memo: dict = {}
+
+    def get_call_type(self, context, args, kws):
+        if kws or not all(isinstance(a, (nt.Number, nt.Boolean)) and
+                          not isinstance(a, nt.Literal) for a in args):
+            return original(self, context, args, kws)
+        key = (self, context, args)
+        if key not in memo:
+            memo[key] = original(self, context, args, kws)
+        return memo[key]
+
+    with _PATCH_LOCK:
+        BaseFunction.get_call_type = get_call_type
+        try:
+            yield
+        finally:
+            BaseFunction.get_call_type = original
+
+
+def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
+                   scalar_path: bool) -> int:
+    """Compile every numba function that ``module.run`` calls; returns how many dry runs
+    completed. ``parallel_at``: the driver's size threshold for parallel loops (0 when it
+    has none to choose); ``scalar_path``: the driver has a Python-float fast path."""
+    from numba.core import config
+
+    if config.DISABLE_JIT:    # plain Python functions: nothing to compile
+        return 0
+    found = dispatchers(module)
+    entries = getattr(module, "ENTRIES_", {})
+    scalar = {id(found[name]) for name in entries.values() if name in found}
+    namespace = dict(vars(module))
+    for name, dispatcher in found.items():
+        wrap = _scalar_runner if id(dispatcher) in scalar else _recorder
+        namespace[name] = wrap(dispatcher)
+
+    def stop(args):
+        raise _Stop()
+
+    namespace.update(reference_=stop)
+    run = types.FunctionType(module.run.__code__, namespace, "run")
+    runs = [(False, parallel_at)]
+    if parallel_at:
+        runs.append((False, 0))        # every size-dependent choice takes its parallel loop
+    if scalar_path:
+        runs.append((True, parallel_at))
+    done = 0
+    with memoised_typing():
+        for scalars, threshold in runs:
+            namespace["PARALLEL_AT_"] = threshold
+            if _dry_run(run, dummy_arguments(inputs, scalars)):
+                done += 1
+        for name, dispatcher in found.items():
+            twin = found.get(name[:-len(LIBM)]) if name.endswith(LIBM) else None
+            if twin is not None:
+                for signature in list(twin.signatures):
+                    _dry_run(dispatcher.compile, [signature])
+    _bind_entries(module, found, entries)
+    return done
+
+
+def _bind_entries(module: types.ModuleType, found: dict, entries: dict) -> None:
+    """The fast path's scalar bodies are called through their compiled entry point (no
+    type dispatch: the fast path passes Python floats only) once they have one signature."""
+    for alias, name in entries.items():
+        dispatcher = found.get(name)
+        if dispatcher is not None and len(dispatcher.signatures) == 1:
+            module.__dict__[alias] = dispatcher.overloads[dispatcher.signatures[0]].entry_point
+
+
+def _dry_run(run: Callable, args: list) -> bool:
+    try:
+        with np.errstate(all="ignore"):   # numpy steps on dummy data (warnings pass:
+            run(*args)                    # a CacheWarning is the user's to see)
+        return True
+    except _Stop:
+        return False
+    except Exception as exc:   # noqa: BLE001 - the first call compiles what is left
+        logger.debug("sg.function: eager compile stopped (%s: %s); the first call "
+                     "compiles the rest", type(exc).__name__, exc)
+        return False
+
+
+def signatures(module: types.ModuleType) -> dict:
+    """{name: number of compiled signatures} of the module's numba functions."""
+    return {name: len(d.signatures) for name, d in dispatchers(module).items()}
+
