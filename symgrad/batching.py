@@ -41,15 +41,15 @@ from .errors import ShapeError, UnconnectedGradientError
 from .graph.naming import name_scope
 from .graph.tensor import Tensor, describe
 from .graph.traversal import topological_order
-from .ops import api as F
-from .ops import band as B
-from .ops import contraction as C
-from .ops import elementwise as E
-from .ops import indexing as I
-from .ops import layout as L
-from .ops import layout_api as LA
-from .ops import scan as SC
-from .ops import structural as S
+from .ops.functions import F
+from .ops.contraction import records as C
+from .ops.elementwise import records as E
+from .ops.indexing import records as I
+from .ops.layout import api as LA
+from .ops.layout import band as B
+from .ops.layout import records as L
+from .ops.reductions import records as R
+from .ops.scans import records as SC
 from .ops.registry import OpDef, apply
 from .ops.sources import constant, placeholder
 from .shapes import format_shape, is_fully_known
@@ -292,13 +292,13 @@ def fallback_rule(node: Tensor, args: list, batched: tuple, k: int) -> Tensor:
 
 
 BATCH_RULES: dict = {
-    S.reduce_sum: _axes_rule("axes"), S.reduce_mean: _axes_rule("axes"),
-    S.reduce_prod: _axes_rule("axes"), S.reduce_max: _axes_rule("axes"),
-    S.reduce_min: _axes_rule("axes"), S.prod_others: _axes_rule("axes"),
-    S.matmul: _matmul, S.transpose: _transpose, S.reshape: _reshape,
-    S.reshape_like: _reshape_like, S.expand_dims: _axes_rule("axes"),
-    S.broadcast_like: _broadcast_like, S.unbroadcast: _unbroadcast,
-    S.getitem: _getitem, S.getitem_grad: _getitem_grad, S.cast: _attrs_same,
+    R.reduce_sum: _axes_rule("axes"), R.reduce_mean: _axes_rule("axes"),
+    R.reduce_prod: _axes_rule("axes"), R.reduce_max: _axes_rule("axes"),
+    R.reduce_min: _axes_rule("axes"), R.prod_others: _axes_rule("axes"),
+    C.matmul: _matmul, L.transpose: _transpose, L.reshape: _reshape,
+    L.reshape_like: _reshape_like, L.expand_dims: _axes_rule("axes"),
+    L.broadcast_like: _broadcast_like, R.unbroadcast: _unbroadcast,
+    I.getitem: _getitem, I.getitem_grad: _getitem_grad, E.cast: _attrs_same,
     I.gather: _gather, I.gather_grad: _gather_grad, I.one_hot: _attrs_same,
     SC.cumsum: _axis_rule, SC.cumprod: _axis_rule, SC.shift: _axis_rule, SC.linrec: _linrec,
     C.einsum: _einsum, C.tensordot: _tensordot,
@@ -312,9 +312,9 @@ BATCH_RULES: dict = {
 
 # Inputs an op reads only for their shape: a batched one never makes the output batched.
 SHAPE_ONLY: dict = {
-    S.broadcast_like: (1,), S.reshape_like: (1,), S.unbroadcast: (1,),
-    S.unbroadcast_any: (1, 2), S.getitem_grad: (1,), I.gather_grad: (2,),
-    L.tile_grad: (1,), B.diag_fill: (1,), C.einsum_mask: (0,), S.axis_size: (0,),
+    L.broadcast_like: (1,), L.reshape_like: (1,), R.unbroadcast: (1,),
+    R.unbroadcast_any: (1, 2), I.getitem_grad: (1,), I.gather_grad: (2,),
+    L.tile_grad: (1,), B.diag_fill: (1,), C.einsum_mask: (0,), R.axis_size: (0,),
     E.zeros_like: (0,), E.ones_like: (0,),
 }
 

@@ -22,59 +22,19 @@ from ..shapes import Shape, format_shape
 _ids = itertools.count()
 
 
-def _v2_api():
-    from ..ops import elementwise_v2_api
-    return elementwise_v2_api
-
-
 class TensorOperators:
-    """Python operators, written once for symbolic and eager tensors."""
+    """What symbolic and eager tensors share. Their Python operators (``+``, ``@``, ``[]``,
+    ``%``, ``.T``, ``.reshape`` ...) are set on this class by ``symgrad.ops.operators`` when
+    the ops are imported, so that this package never imports the ops."""
 
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
-    def _api(self):
-        from ..ops import api
-        return api
-
-    def __add__(self, other): return self._api().add(self, other)
-    def __radd__(self, other): return self._api().add(other, self)
-    def __sub__(self, other): return self._api().subtract(self, other)
-    def __rsub__(self, other): return self._api().subtract(other, self)
-    def __mul__(self, other): return self._api().multiply(self, other)
-    def __rmul__(self, other): return self._api().multiply(other, self)
-    def __truediv__(self, other): return self._api().divide(self, other)
-    def __rtruediv__(self, other): return self._api().divide(other, self)
-    def __pow__(self, other): return self._api().pow(self, other)
-    def __rpow__(self, other): return self._api().pow(other, self)
-    def __neg__(self): return self._api().negative(self)
-    def __pos__(self): return self
-    def __abs__(self): return self._api().abs(self)
-    def __matmul__(self, other): return self._api().matmul(self, other)
-    def __rmatmul__(self, other): return self._api().matmul(other, self)
-    def __lt__(self, other): return self._api().less(self, other)
-    def __le__(self, other): return self._api().less_equal(self, other)
-    def __gt__(self, other): return self._api().greater(self, other)
-    def __ge__(self, other): return self._api().greater_equal(self, other)
-    def __getitem__(self, key): return self._api().getitem(self, key)
-    # v2 elementwise: Python's % and // are TF's floormod and floordiv
-    def __mod__(self, other): return _v2_api().floormod(self, other)
-    def __rmod__(self, other): return _v2_api().floormod(other, self)
-    def __floordiv__(self, other): return _v2_api().floordiv(self, other)
-    def __rfloordiv__(self, other): return _v2_api().floordiv(other, self)
-
-    @property
-    def T(self):
-        return self._api().transpose(self)
+    def __pos__(self):
+        return self
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
-
-    def reshape(self, *shape):
-        """``x.reshape(3, -1)`` or ``x.reshape((3, -1))``, as numpy."""
-        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
-            shape = tuple(shape[0])
-        return self._api().reshape(self, shape)
 
     def __len__(self) -> int:
         """The static leading length (TypeError for a scalar or an unknown length)."""

@@ -1,11 +1,20 @@
-"""Op records (one per op) and the public op functions."""
+"""Op records (one per op) and the public op functions, one subpackage per op family:
+``elementwise``, ``reductions``, ``layout``, ``indexing``, ``contraction`` and ``scans``
+(each with its ``records.py`` and ``api.py``). ``registry``, ``sources``, ``symbols``,
+``functions`` and ``checks`` are the infrastructure they share; ``operators`` gives
+Tensors their Python operators; ``jvp`` is the forward-mode table keyed by records.
 
-from . import api
-from . import band, layout  # noqa: F401  (register the layout records)
+>>> from symgrad import ops
+>>> ops.reductions.reduce_sum([1.0, 2.0]).numpy(), ops.FAMILIES[0].__name__
+(array(3.), 'symgrad.ops.elementwise')
+"""
+
 from .registry import REGISTRY, OpDef, apply
 from .sources import constant, placeholder
+from . import elementwise, reductions, layout, indexing, contraction, scans
+from . import operators  # noqa: F401  (installs Tensor's Python operators)
 
-__all__ = ["api", "REGISTRY", "OpDef", "apply", "constant", "placeholder"]
-# v2 elementwise (symgrad/ops/elementwise_v2.py, elementwise_v2_api.py)
-from . import elementwise_v2, elementwise_v2_api  # noqa: F401,E402  (register the records)
-from . import reductions_v2  # noqa: F401,E402  (v2 elementwise: reductions, normalisers)
+FAMILIES = (elementwise, reductions, layout, indexing, contraction, scans)
+
+__all__ = ["FAMILIES", "REGISTRY", "OpDef", "apply", "constant", "placeholder",
+           "elementwise", "reductions", "layout", "indexing", "contraction", "scans"]

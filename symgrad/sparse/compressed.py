@@ -59,7 +59,8 @@ def _colour(pattern, order: str, symmetric: bool) -> tuple:
 
 
 def _compress(y: Tensor, x: Tensor, pattern, order: str, name: str, kind: str) -> SparseTensor:
-    from ..ops.api import gather, reshape
+    from ..ops.indexing.api import gather
+    from ..ops.layout.api import reshape
     from ..ops.sources import constant
     colours, index_map, how = _colour(pattern, order, symmetric=kind == "hessian")
     seeds = _seeds(colours, y.dtype)
@@ -90,7 +91,7 @@ def sparse_hessian(ys: Any, xs: Any, order: str = "largest_first") -> Any:
     gradient g seeded with the colour indicators; with a star colouring each entry comes
     from its row or its mirror."""
     from ..differentiate.gradients import gradients
-    from ..ops.api import reduce_sum
+    from ..ops.reductions.api import reduce_sum
     if isinstance(xs, (list, tuple)):
         return [sparse_hessian(ys, x, order) for x in xs]
     if isinstance(ys, (list, tuple)):

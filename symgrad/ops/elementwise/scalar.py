@@ -46,7 +46,7 @@ import numpy as np
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 
-from .scalar_math_v2 import tanh_prime_numpy
+from .scalar_math import tanh_prime_numpy
 
 __all__ = ["TfAbs", "TfSign", "Relu", "Sigmoid", "Softplus", "TfMax", "TfMin", "TfPow",
            "TfRound", "Step", "Tanh", "TanhPrime", "expm1", "log1p", "ScalarFunction",

@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from . import scalar_math_v2 as S
-from .sympy_functions import ScalarFunction, Sigmoid
+from . import scalar_math as S
+from .scalar import ScalarFunction, Sigmoid
 
 __all__ = ["Cbrt", "Erfc", "Erfinv", "Lgamma", "Digamma", "Polygamma", "Logaddexp", "Hypot",
            "MulNoNan", "FloorMod", "FloorDiv", "NormSqrt"]
@@ -273,7 +273,7 @@ class NormSqrt(ScalarFunction):
 
 def _register_numpy_forms() -> None:
     """Add these classes to the lambdify namespace (a snapshot taken before they existed)."""
-    from .symbols import NUMPY_FUNCTIONS, numpy_forms
+    from ..symbols import NUMPY_FUNCTIONS, numpy_forms
     NUMPY_FUNCTIONS.update(numpy_forms([Cbrt, Erfc, Erfinv, Lgamma, Digamma, Polygamma,
                                         Logaddexp, Hypot, MulNoNan, FloorMod, FloorDiv,
                                         NormSqrt]))
