@@ -25,6 +25,7 @@ from .ops.contraction import *  # noqa: F401,F403
 from .ops.scans import *  # noqa: F401,F403
 from .ops.sources import constant, placeholder
 from .symbolic import latex, to_sympy
+from . import numpy_interop  # noqa: F401  (numpy functions on Tensors build symgrad ops)
 from .tape import EagerTensor, GradientTape, Variable, get_gradient
 from . import testing  # noqa: E402  (sg.testing.check_gradients, check_vjp)
 

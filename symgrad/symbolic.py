@@ -21,7 +21,7 @@ Sum(v[r0 + 1]*v[r0], (r0, 0, v.shape[0] - 2))
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import Callable, Optional
 
 import sympy as sp
 
@@ -391,3 +391,17 @@ def latex(tensor: Tensor, cse: bool | None = None) -> str:
     lines = [f"{sp.latex(s)} &= {sp.latex(e)}" for s, e in replacements]
     lines.append(f"{sp.latex(sp.Symbol(tensor.name))} &= {sp.latex(reduced)}")
     return "\\begin{aligned}" + " \\\\ ".join(lines) + "\\end{aligned}"
+
+
+# --- notebook display (compiler topic), installed on the Tensor class --------------------
+def _repr_latex_(self: Tensor) -> Optional[str]:
+    """In a notebook an elementwise result shows its formula (``sg.latex``); other
+    tensors, and formulas over more than 400 nodes, show their repr."""
+    if self.op.kind != "elementwise":
+        return None
+    if len(topological_order([self])) > 400:
+        return None
+    return f"${latex(self)}$"
+
+
+Tensor._repr_latex_ = _repr_latex_

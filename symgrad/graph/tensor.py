@@ -13,7 +13,7 @@ attributes, and a static shape (ints and None) and dtype. Nothing is computed.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -57,6 +57,11 @@ class TensorOperators:
 class Tensor(TensorOperators):
     """A node of a static graph: ``.name .shape .dtype .op .inputs .attrs``.
 
+    Modules built on this one add to the class when imported: the Python operators
+    (``symgrad.ops.operators``), numpy's ``__array_ufunc__``/``__array_function__``
+    (``symgrad.numpy_interop``) and the notebook display ``_repr_latex_``
+    (``symgrad.symbolic``), so that the graph package imports none of them.
+
     ``op`` is the op record (``t.op.name`` is the op's name, e.g. ``'sin'``).
     Tensors hash and compare by identity, so they can key a ``feed_dict``.
     """
@@ -77,31 +82,10 @@ class Tensor(TensorOperators):
         return (f"<sg.Tensor '{self.name}' op={self.op.name} shape={format_shape(self.shape)} "
                 f"dtype={self.dtype.name}>")
 
-    # --- notebook display (compiler topic) -------------------------------------------------
-    def _repr_latex_(self) -> Optional[str]:
-        """In a notebook an elementwise result shows its formula (``sg.latex``); other
-        tensors, and formulas over more than 400 nodes, show their repr."""
-        if self.op.kind != "elementwise":
-            return None
-        from ..symbolic import latex   # symbolic builds on this module
-        from .traversal import topological_order
-        if len(topological_order([self])) > 400:
-            return None
-        return f"${latex(self)}$"
-
     def __eq__(self, other):
         return self is other
 
     __hash__ = object.__hash__
-
-    # --- numpy functions build symgrad ops (symbolic Tensors only; see numpy_interop.py) ---
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from ..numpy_interop import apply_ufunc   # builds on the ops, which build on this
-        return apply_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        from ..numpy_interop import apply_function
-        return apply_function(func, args, kwargs)
 
     def __reduce__(self):
         raise TypeError("symgrad Tensors cannot be pickled; rebuild the graph instead")
