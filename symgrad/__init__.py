@@ -46,6 +46,7 @@ from .define_op import define_op
 __all__ += ["define_op"]
 # dask: compiled functions called with dask arrays (symgrad/distributed, docs/dask.md)
 from .errors import ChunkError  # noqa: E402
+from . import distributed  # noqa: E402,F401  (dask calls and pickling; dask loads when used)
 __all__ += ["ChunkError"]
 # forward mode (symgrad/forward.py, symgrad/ops/jvp.py, symgrad/tape/forward.py)
 from .forward import hvp, jvp  # noqa: E402

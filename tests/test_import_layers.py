@@ -10,6 +10,8 @@ from pathlib import Path
 
 import symgrad
 
+from .test_compile_structure import _cycles
+
 ROOT = Path(symgrad.__file__).parent
 FOUNDATION = {"symgrad.errors", "symgrad.dtypes", "symgrad.shapes"}
 
@@ -40,24 +42,6 @@ def _imports(name: str) -> set:
         elif isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
     return {m for m in out if m in MODULES and m != name}
-
-
-def _cycles(graph: dict) -> list:
-    cycles, state = [], {}
-
-    def visit(m, path):
-        state[m] = 1
-        for n in sorted(graph.get(m, ())):
-            if state.get(n) == 1:
-                cycles.append(path[path.index(n):] + [n])
-            elif n not in state:
-                visit(n, path + [n])
-        state[m] = 2
-
-    for m in sorted(graph):
-        if m not in state:
-            visit(m, [m])
-    return cycles
 
 
 def _in(name: str, package: str) -> bool:
@@ -100,3 +84,13 @@ def test_ops_families_call_each_other_through_F():
                 found |= {(family, n) for n in _imports(m) for other in families
                           if other != family and _in(n, f"symgrad.ops.{other}")}
     assert found == shared
+
+
+def test_distributed_builds_on_compile():
+    """symgrad.distributed imports the compiler; the compiler reaches it only through the
+    hooks it sets (``compile.runtime.DISTRIBUTED``)."""
+    from symgrad.compile.runtime import DISTRIBUTED
+    from symgrad.distributed import call_dask
+    assert [f"{m} -> {n}" for m in MODULES if _in(m, "symgrad.compile")
+            for n in _imports(m) if _in(n, "symgrad.distributed")] == []
+    assert DISTRIBUTED["call_dask"] is call_dask

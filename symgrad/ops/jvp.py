@@ -54,7 +54,8 @@ def _linear_first(op: OpDef) -> Callable:
 
 
 LINEAR_FIRST = (
-    reductions.reduce_sum, reductions.reduce_mean, layout.transpose, layout.reshape, layout.reshape_like, layout.expand_dims,
+    reductions.reduce_sum, reductions.reduce_mean, layout.transpose, layout.reshape,
+    layout.reshape_like, layout.expand_dims,
     layout.broadcast_like, reductions.unbroadcast, indexing.getitem, indexing.getitem_grad,
     layout.unstack, layout.split, layout.squeeze, layout.broadcast_to, layout.tile,
     layout.tile_grad, layout.reverse, layout.roll, layout.concat_part,

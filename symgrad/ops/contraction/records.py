@@ -1,4 +1,4 @@
-"""Contraction op records: einsum and tensordot.
+"""Contraction op records: matmul (``np.matmul`` semantics), einsum and tensordot.
 
 The gradient of an einsum operand is an einsum of the output gradient with the other
 operands, written back to the operand's subscripts. Two cases need care and are exact:

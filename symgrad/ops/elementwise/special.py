@@ -1,8 +1,8 @@
-"""Scalar functions of the v2 elementwise ops that sympy lacks, or whose derivative must
-follow TensorFlow's convention (see ``sympy_functions`` for the pattern).
+"""Scalar functions of elementwise ops that sympy lacks (special functions), or whose
+derivative must follow TensorFlow's convention (see ``scalar.py`` for the pattern).
 
 Each class carries its numpy form (the reference interpreter), its numba form (a template
-or an njit helper of ``symgrad.compile.support_v2``, whose body is in ``scalar_math_v2``)
+or an njit helper of ``symgrad.compile.support_v2``, whose body is in ``scalar_math``)
 and its derivative (``fdiff``), so plain ``sympy.diff`` gives TF's partials at every
 order.
 

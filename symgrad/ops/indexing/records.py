@@ -1,5 +1,5 @@
-"""Index op records: gather (and integer-array indexing), its scatter-add gradient,
-argmax/argmin and one_hot.
+"""Index op records: getitem (basic indexing) and its scatter gradient, gather (and
+integer-array indexing), its scatter-add gradient, argmax/argmin and one_hot.
 
 ``gather`` follows TF: an index outside ``[0, n)`` (negative included) is a
 ``GatherIndexError`` (a ValueError) naming the index. Integer-array indexing ``x[idx]``

@@ -1,7 +1,8 @@
-"""Public layout functions (``sg.transpose``, ``sg.reshape``, ``sg.concat``, ``sg.stack``, ``sg.pad``, ``sg.tril``, ...).
+"""Public layout functions (``sg.transpose``, ``sg.reshape``, ``sg.concat``, ``sg.stack``,
+``sg.pad``, ``sg.tril``, ...).
 
 Each checks its arguments (errors name the op and the bad argument), normalises axes
-(negative values allowed) and applies one record of ``layout.py`` or ``band.py``.
+(negative values allowed) and applies one record of ``records.py`` or ``band.py``.
 
 >>> import numpy as np
 >>> import symgrad as sg

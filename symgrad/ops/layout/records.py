@@ -1,5 +1,6 @@
-"""Layout op records: transpose, reshape, expand_dims, concat, stack, unstack, split, squeeze, broadcast_to, tile, pad,
-reverse and roll (the public wrappers are in ``api.py``).
+"""Layout op records: transpose, reshape, expand_dims, concat, stack, unstack, split,
+squeeze, broadcast_to, tile, pad, reverse and roll (the public wrappers are in ``api.py``;
+the matrix band ops in ``band.py``).
 
 Each record has a shape rule with None dims, a numpy forward, and a vjp written with
 symgrad ops (graph and tape, any order) that is TF's ``array_grad.py`` rule. Ops that only

@@ -1,9 +1,11 @@
-"""Reductions (``reduce_sum`` ... ``reduce_min``) and normalisers: ``reduce_logsumexp``, ``reduce_variance``, ``reduce_std``,
-``norm``, ``softmax``, ``log_softmax`` and ``clip_by_value``.
+"""The public reductions (``reduce_sum`` ... ``reduce_min``, records in ``records.py``), the
+private ones of gradients (``unbroadcast``, ``axis_size``, ``prod_others``), and the
+composite reductions and normalisers: ``reduce_logsumexp``, ``reduce_variance``,
+``reduce_std``, ``norm``, ``softmax``, ``log_softmax`` and ``clip_by_value``.
 
-Each is TensorFlow's own composite of existing ops (``math_ops.py``, ``nn_ops.py``,
-``clip_ops.py``), so its gradients are TF's by the chain rule, it fuses into the
-surrounding kernels, and it runs eagerly on the tape. ``norm`` differs from TF by one
+The composites are TensorFlow's own (``math_ops.py``, ``nn_ops.py``,
+``clip_ops.py``), so their gradients are TF's by the chain rule, each fuses into the
+surrounding kernels and runs eagerly on the tape. ``norm`` differs from TF by one
 deliberate choice: its square root (the internal ``norm_sqrt`` record) has derivative 0 at
 0, so the gradient at the zero vector is 0 (TF: 0/0 = nan).
 
