@@ -32,7 +32,8 @@ from .indexing import records as indexing
 from .layout import band
 from .layout import records as layout
 from .reductions import records as reductions
-from .registry import OpDef, apply
+from .opdef import OpDef
+from .registry import apply
 from .scans import records as scan
 
 JVP_RULES: dict = {}

@@ -31,7 +31,7 @@ import numpy as np
 from ...errors import ShapeError
 from ...shapes import broadcast_shapes, format_shape
 from ..functions import F
-from ..registry import structural
+from ..opdef import structural
 
 
 # --- matmul (np.matmul semantics: 1-D operands, broadcast batch dims) ------------------------

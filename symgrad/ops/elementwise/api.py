@@ -22,7 +22,8 @@ from ...dtypes import as_dtype, is_bool
 from ...errors import DTypeError
 from ..checks import dtype_of
 from ..functions import export
-from ..registry import OpDef, apply
+from ..opdef import OpDef
+from ..registry import apply
 from . import records as E
 
 __all__ = [

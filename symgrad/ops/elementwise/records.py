@@ -20,7 +20,8 @@ import sympy as sp
 
 from ...dtypes import as_dtype, is_floating
 from ..functions import F
-from ..registry import OpDef, apply, elementwise, structural
+from ..opdef import OpDef, elementwise, structural
+from ..registry import apply
 from ..symbols import NUMPY_FUNCTIONS, numpy_callable
 from . import scalar as tf
 from . import special as tf2

@@ -17,7 +17,8 @@ import numpy as np
 from ...dtypes import as_dtype
 from ..checks import int_indices, rank_of, single_axis
 from ..functions import export
-from ..registry import OpDef, apply
+from ..opdef import OpDef
+from ..registry import apply
 from . import records as I
 
 __all__ = [

@@ -33,7 +33,8 @@ from ...dtypes import as_dtype
 from ...errors import DTypeError, GatherIndexError, IndexRangeError, ShapeError
 from ...shapes import format_shape
 from ..functions import F
-from ..registry import apply, structural
+from ..opdef import structural
+from ..registry import apply
 
 
 # --- slicing ------------------------------------------------------------------------------------

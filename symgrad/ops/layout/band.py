@@ -15,7 +15,7 @@ import numpy as np
 from ...errors import ShapeError
 from ...shapes import format_shape
 from ..functions import F
-from ..registry import Example, structural
+from ..opdef import Example, structural
 
 
 def _need_rank(x, rank: int, op: str) -> None:

@@ -15,7 +15,8 @@ import numpy as np
 from ...errors import ShapeError
 from ...shapes import format_shape, reshape_shape
 from ..functions import F
-from ..registry import Example, apply, structural
+from ..opdef import Example, structural
+from ..registry import apply
 
 
 # --- layout -----------------------------------------------------------------------------------

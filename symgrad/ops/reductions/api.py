@@ -30,7 +30,8 @@ from ...shapes import normalize_axes
 from ..checks import rank_of
 from ..elementwise.records import norm_sqrt
 from ..functions import F, export
-from ..registry import OpDef, apply
+from ..opdef import OpDef
+from ..registry import apply
 from . import records as R
 
 __all__ = [

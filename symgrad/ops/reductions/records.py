@@ -12,7 +12,7 @@ import numpy as np
 
 from ...shapes import reduced_shape
 from ..functions import F
-from ..registry import structural
+from ..opdef import structural
 from ..scans.records import prod_others_vjp
 
 

@@ -7,7 +7,8 @@ from typing import Optional
 
 from ..checks import rank_of, single_axis
 from ..functions import export
-from ..registry import OpDef, apply
+from ..opdef import OpDef
+from ..registry import apply
 from . import records as SC
 
 __all__ = [

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..functions import F
-from ..registry import structural
+from ..opdef import structural
 
 
 def _axis_first(x, axis, reverse):
