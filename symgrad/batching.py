@@ -41,15 +41,15 @@ from .errors import ShapeError, UnconnectedGradientError
 from .graph.naming import name_scope
 from .graph.tensor import Tensor, describe
 from .graph.traversal import topological_order
-from .ops import api as F
-from .ops import band as B
-from .ops import contraction as C
-from .ops import elementwise as E
-from .ops import indexing as I
-from .ops import layout as L
-from .ops import layout_api as LA
-from .ops import scan as SC
-from .ops import structural as S
+from .ops.functions import F
+from .ops.contraction import records as C
+from .ops.elementwise import records as E
+from .ops.indexing import records as I
+from .ops.layout import api as LA
+from .ops.layout import band as B
+from .ops.layout import records as L
+from .ops.reductions import records as R
+from .ops.scans import records as SC
 from .ops.registry import OpDef, apply
 from .ops.sources import constant, placeholder
 from .shapes import format_shape, is_fully_known
@@ -119,7 +119,7 @@ def _attrs_same(node, args, batched, k):
 # (``distributed/axes.py``) derives from it that a rows' axis among the leading ones stays
 # where it is, and that one inside the core cannot be chunked.
 TRAILING_CORE: dict = {
-    S.cast: 0, I.one_hot: 0, B.tril: 2, B.triu: 2, B.diag: 1, B.diag_part: 2, B.trace: 2,
+    E.cast: 0, I.one_hot: 0, B.tril: 2, B.triu: 2, B.diag: 1, B.diag_part: 2, B.trace: 2,
 }
 
 
@@ -248,9 +248,9 @@ def _tile_grad(node, args, batched, k):
 # named axes by one; the Dask chunking analysis (``distributed/axes.py``) cuts the rows
 # where a reduction's axes include them and refuses them along a rank-keeping op's axes.
 AXIS_ATTR: dict = {
-    S.reduce_sum: ("axes", "sum"), S.reduce_mean: ("axes", "mean"),
-    S.reduce_prod: ("axes", "prod"), S.reduce_max: ("axes", "max"),
-    S.reduce_min: ("axes", "min"), SC.cumsum: ("axis", None), SC.cumprod: ("axis", None),
+    R.reduce_sum: ("axes", "sum"), R.reduce_mean: ("axes", "mean"),
+    R.reduce_prod: ("axes", "prod"), R.reduce_max: ("axes", "max"),
+    R.reduce_min: ("axes", "min"), SC.cumsum: ("axis", None), SC.cumprod: ("axis", None),
     SC.shift: ("axis", None), L.split: ("axis", None), L.reverse: ("axes", None),
     L.roll: ("axes", None),
 }
@@ -330,11 +330,11 @@ def fallback_rule(node: Tensor, args: list, batched: tuple, k: int) -> Tensor:
 
 
 BATCH_RULES: dict = {
-    S.prod_others: _axes_rule("axes"),
-    S.matmul: _matmul, S.transpose: _transpose, S.reshape: _reshape,
-    S.reshape_like: _reshape_like, S.expand_dims: _axes_rule("axes"),
-    S.broadcast_like: _broadcast_like, S.unbroadcast: _unbroadcast,
-    S.getitem: _getitem, S.getitem_grad: _getitem_grad,
+    R.prod_others: _axes_rule("axes"),
+    C.matmul: _matmul, L.transpose: _transpose, L.reshape: _reshape,
+    L.reshape_like: _reshape_like, L.expand_dims: _axes_rule("axes"),
+    L.broadcast_like: _broadcast_like, R.unbroadcast: _unbroadcast,
+    I.getitem: _getitem, I.getitem_grad: _getitem_grad,
     I.gather: _gather, I.gather_grad: _gather_grad,
     SC.linrec: _linrec,
     C.einsum: _einsum, C.tensordot: _tensordot,
@@ -349,9 +349,9 @@ BATCH_RULES: dict = {
 
 # Inputs an op reads only for their shape: a batched one never makes the output batched.
 SHAPE_ONLY: dict = {
-    S.broadcast_like: (1,), S.reshape_like: (1,), S.unbroadcast: (1,),
-    S.unbroadcast_any: (1, 2), S.getitem_grad: (1,), I.gather_grad: (2,),
-    L.tile_grad: (1,), B.diag_fill: (1,), C.einsum_mask: (0,), S.axis_size: (0,),
+    L.broadcast_like: (1,), L.reshape_like: (1,), R.unbroadcast: (1,),
+    R.unbroadcast_any: (1, 2), I.getitem_grad: (1,), I.gather_grad: (2,),
+    L.tile_grad: (1,), B.diag_fill: (1,), C.einsum_mask: (0,), R.axis_size: (0,),
     E.zeros_like: (0,), E.ones_like: (0,),
 }
 

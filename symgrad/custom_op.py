@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .graph.tensor import Tensor
-from .ops import api as F
+from .ops.functions import F
 from .ops.registry import structural
 from .ops.sources import constant
 

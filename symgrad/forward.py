@@ -40,7 +40,7 @@ from .errors import DTypeError, NoGradientError, ShapeError, UnconnectedGradient
 from .graph.naming import name_scope
 from .graph.tensor import Tensor, describe
 from .graph.traversal import topological_order
-from .ops import api as F
+from .ops.functions import F
 from .ops.jvp import JVP_RULES
 from .ops.sources import constant
 from .ops.symbols import dtype_kind, input_symbol

@@ -29,7 +29,7 @@ from .differentiate import gradients
 from .errors import ShapeError, UnconnectedGradientError
 from .graph.naming import name_scope
 from .graph.tensor import Tensor, describe
-from .ops import api as F
+from .ops.functions import F
 from .ops.sources import constant
 from .shapes import format_shape, is_fully_known
 

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .graph.tensor import Tensor
 
 
 def _sg():
@@ -246,3 +247,16 @@ def _missing(func: Any) -> str:
         return f"use sg.{name}"
     return (f"symgrad has no {name} op (the numpy functions symgrad maps are listed in "
             "docs/inputs.md)")
+
+
+# --- numpy functions on symbolic Tensors build symgrad ops (installed on the class) ----------
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    return apply_ufunc(ufunc, method, inputs, kwargs)
+
+
+def _array_function(self, func, types, args, kwargs):
+    return apply_function(func, args, kwargs)
+
+
+Tensor.__array_ufunc__ = _array_ufunc
+Tensor.__array_function__ = _array_function

@@ -21,14 +21,17 @@ Sum(v[r0 + 1]*v[r0], (r0, 0, v.shape[0] - 2))
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import Callable, Optional
 
 import sympy as sp
 
 from .errors import NoFormulaError
 from .graph.tensor import Tensor
 from .graph.traversal import topological_order
-from .ops import structural as S
+from .ops.elementwise import records as E
+from .ops.indexing import records as I
+from .ops.layout import records as L
+from .ops.reductions import records as R
 from .ops.sources import CONSTANT, PLACEHOLDER
 from .ops.symbols import dtype_kind, input_symbol
 
@@ -148,7 +151,7 @@ def _reduce(b: _Builder, node: Tensor, idx: tuple) -> sp.Expr:
         return tuple(dummies[a] if a in dummies else next(kept) for a in range(rank))
 
     total = _sum_over(b, x, idx_of, axes)
-    if node.op is S.reduce_mean:
+    if node.op is R.reduce_mean:
         count = sp.Mul(*(b.length(x, a) for a in axes))
         return total / count
     return total
@@ -305,19 +308,19 @@ def _like(b: _Builder, node: Tensor, axis: int):
 
 
 LENGTH_RULES: dict = {
-    S.unbroadcast: _like, S.broadcast_like: _like, S.getitem_grad: _like,
-    S.cast: lambda b, node, axis: b.length(node.inputs[0], axis),
-    S.transpose: lambda b, node, axis: b.length(node.inputs[0], node.attrs["perm"][axis]),
-    S.expand_dims: _expanded_length, S.reduce_sum: _reduced_length,
-    S.reduce_mean: _reduced_length, S.getitem: _getitem_length,
+    R.unbroadcast: _like, L.broadcast_like: _like, I.getitem_grad: _like,
+    E.cast: lambda b, node, axis: b.length(node.inputs[0], axis),
+    L.transpose: lambda b, node, axis: b.length(node.inputs[0], node.attrs["perm"][axis]),
+    L.expand_dims: _expanded_length, R.reduce_sum: _reduced_length,
+    R.reduce_mean: _reduced_length, I.getitem: _getitem_length,
 }
 """How an unknown length of a structural op's output follows from its inputs'."""
 
 
 INDEX_RULES: dict = {
-    S.reduce_sum: _reduce, S.reduce_mean: _reduce, S.unbroadcast: _unbroadcast,
-    S.broadcast_like: _broadcast_like, S.cast: _same_index, S.transpose: _transpose,
-    S.expand_dims: _expand_dims, S.getitem: _getitem, S.getitem_grad: _getitem_grad,
+    R.reduce_sum: _reduce, R.reduce_mean: _reduce, R.unbroadcast: _unbroadcast,
+    L.broadcast_like: _broadcast_like, E.cast: _same_index, L.transpose: _transpose,
+    L.expand_dims: _expand_dims, I.getitem: _getitem, I.getitem_grad: _getitem_grad,
 }
 """Structural ops whose element at an index is a formula of their inputs' elements."""
 
@@ -388,3 +391,17 @@ def latex(tensor: Tensor, cse: bool | None = None) -> str:
     lines = [f"{sp.latex(s)} &= {sp.latex(e)}" for s, e in replacements]
     lines.append(f"{sp.latex(sp.Symbol(tensor.name))} &= {sp.latex(reduced)}")
     return "\\begin{aligned}" + " \\\\ ".join(lines) + "\\end{aligned}"
+
+
+# --- notebook display (compiler topic), installed on the Tensor class --------------------
+def _repr_latex_(self: Tensor) -> Optional[str]:
+    """In a notebook an elementwise result shows its formula (``sg.latex``); other
+    tensors, and formulas over more than 400 nodes, show their repr."""
+    if self.op.kind != "elementwise":
+        return None
+    if len(topological_order([self])) > 400:
+        return None
+    return f"${latex(self)}$"
+
+
+Tensor._repr_latex_ = _repr_latex_

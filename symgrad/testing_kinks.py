@@ -18,9 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from .graph.traversal import topological_order
-from .ops import elementwise as E
-from .ops import elementwise_v2 as E2
-from .ops import structural as S
+from .ops.elementwise import records as E
+from .ops.reductions import records as R
 
 
 def _near(values, points, tol: float) -> np.ndarray:
@@ -44,9 +43,9 @@ KINKS: dict = {
     E.relu: (lambda x, tol: _near(x, [0.0], tol), "x = 0, where TF takes relu'(0) = 0"),
     E.sign: (lambda x, tol: _near(x, [0.0], tol),
              "x = 0, where sign jumps; TF's gradient is zeros"),
-    E2.relu6: (lambda x, tol: _near(x, [0.0, 6.0], tol),
+    E.relu6: (lambda x, tol: _near(x, [0.0, 6.0], tol),
                "x = 0 or 6, where TF takes relu6' = 0"),
-    E2.leaky_relu: (lambda x, a, tol: _near(x, [0.0], tol),
+    E.leaky_relu: (lambda x, a, tol: _near(x, [0.0], tol),
                    "x = 0, where TF takes leaky_relu'(0) = alpha"),
     E.maximum: (_tie, "x == y (a tie), where TF gives the whole gradient to x (x >= y)"),
     E.minimum: (_tie, "x == y (a tie), where TF gives the whole gradient to x (x <= y)"),
@@ -56,10 +55,10 @@ KINKS: dict = {
              "x is an integer, where ceil jumps; TF: not differentiable, gradient None"),
     E.round: (lambda x, tol: _at_integers(np.asarray(x) - 0.5, tol),
               "x is a half-integer, where round jumps; TF: not differentiable, gradient None"),
-    E2.floormod: (lambda x, y, tol: _at_integers(np.asarray(x) / np.asarray(y), tol),
+    E.floormod: (lambda x, y, tol: _at_integers(np.asarray(x) / np.asarray(y), tol),
                   "x / y is an integer, where floormod jumps; TF takes the gradients 1 and "
                   "-floor(x / y)"),
-    E2.floordiv: (lambda x, y, tol: _at_integers(np.asarray(x) / np.asarray(y), tol),
+    E.floordiv: (lambda x, y, tol: _at_integers(np.asarray(x) / np.asarray(y), tol),
                   "x / y is an integer, where floordiv jumps; TF: not differentiable"),
     **{op: (_tie, _BOUNDARY) for op in (E.less, E.less_equal, E.greater, E.greater_equal,
                                          E.equal, E.not_equal)},
@@ -68,9 +67,9 @@ KINKS: dict = {
 
 
 REDUCTION_KINKS: dict = {
-    S.reduce_max: (np.max, "several elements tie for the maximum; TF shares the gradient "
+    R.reduce_max: (np.max, "several elements tie for the maximum; TF shares the gradient "
                            "evenly among them"),
-    S.reduce_min: (np.min, "several elements tie for the minimum; TF shares the gradient "
+    R.reduce_min: (np.min, "several elements tie for the minimum; TF shares the gradient "
                            "evenly among them"),
 }
 """Reduction op record -> (its numpy reduction, convention at ties)."""

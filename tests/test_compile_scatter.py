@@ -75,7 +75,7 @@ def test_single_scatter_parallel_and_extra_terms(target):
 
 
 def test_scatter_output_also_requested():
-    from symgrad.ops.api import getitem_grad
+    from symgrad.ops.indexing.api import getitem_grad
     x = sg.placeholder("x", shape=(5,))
     g = sg.placeholder("g", shape=(4,))
     scattered = getitem_grad(sg.sin(g), x, (slice(1, None),))

@@ -181,7 +181,7 @@ def test_unknown_policy_string_is_a_value_error():
 
 
 def test_undefined_sympy_function_is_a_lookup_error_naming_the_op():
-    from symgrad.ops.api import expr
+    from symgrad.ops.elementwise.api import expr
     f = sp.Function("f")
     x = sg.placeholder("x")
     y = expr([x], f(sp.Symbol("_0", real=True)), "float64", name="q")

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import symgrad as sg
-from symgrad.ops import scalar_math_v2 as S
+from symgrad.ops.elementwise import scalar_math as S
 from symgrad.testing import check_gradients
 
 SELU_ALPHA, SELU_SCALE = 1.6732632423543772, 1.0507009873554805
@@ -289,7 +289,7 @@ SPECIAL = {
 
 @pytest.mark.parametrize("name", sorted(SPECIAL))
 def test_special_function_accuracy_against_mpmath(name):
-    """Error relative to max(|f|, floor): the documented accuracy (scalar_math_v2)."""
+    """Error relative to max(|f|, floor): the documented accuracy (elementwise/scalar_math.py)."""
     from symgrad.compile import support_v2
     points, reference, tol, floor = SPECIAL[name]
     with mpmath.workdps(30):

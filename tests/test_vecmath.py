@@ -236,7 +236,7 @@ def _tanh_prime_forms() -> dict:
     the CUDA device helper), the numpy form (sg.evaluate and the tape), and the old
     ``1 - tanh**2`` for comparison."""
     from symgrad.compile import support_v2
-    from symgrad.ops.scalar_math_v2 import tanh_prime_numpy
+    from symgrad.ops.elementwise.scalar_math import tanh_prime_numpy
 
     @numba.njit(error_model="numpy", fastmath=KERNEL_FASTMATH)
     def libm(xs, out):

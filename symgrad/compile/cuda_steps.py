@@ -15,11 +15,10 @@ driver reads all flags in one transfer when the results are returned, raising th
 target's own error then (see ``cuda_runtime``).
 
 >>> import numpy as np
->>> from symgrad.ops import structural as S
->>> S.transpose in FORMS and S.matmul in FORMS
+>>> L.transpose in FORMS and C.matmul in FORMS
 True
 >>> ctx = StepContext(np)
->>> run_step(ctx, _Node(S.transpose, {"perm": (1, 0)}, "float64"), np.ones((2, 3))).shape
+>>> run_step(ctx, _Node(L.transpose, {"perm": (1, 0)}, "float64"), np.ones((2, 3))).shape
 (3, 2)
 """
 
@@ -31,14 +30,15 @@ from typing import Any, Callable
 import numpy
 
 from ..custom_op import CUSTOM_GRADIENT
-from ..ops import band as B
-from ..ops import contraction as C
-from ..ops import indexing as I
-from ..ops import layout as L
-from ..ops import scan as Q
-from ..ops import structural as S
-from ..ops.indexing import checked_indices
-from ..ops.layout import split_bounds
+from ..ops.contraction import records as C
+from ..ops.elementwise import records as E
+from ..ops.indexing import records as I
+from ..ops.indexing.records import checked_indices
+from ..ops.layout import band as B
+from ..ops.layout import records as L
+from ..ops.layout.records import split_bounds
+from ..ops.reductions import records as R
+from ..ops.scans import records as Q
 
 __all__ = ["FORMS", "LIBRARY_CALLS", "StepContext", "run_step", "missing_forms"]
 
@@ -311,7 +311,7 @@ def _tile_grad(ctx, node, g, like):
 
 
 FORMS: dict = {
-    S.matmul: _matmul,
+    C.matmul: _matmul,
     C.einsum: _einsum,
     C.einsum_mask: _einsum_mask,
     C.tensordot: _tensordot,
@@ -324,25 +324,25 @@ FORMS: dict = {
     Q.cumprod: _scan("cumprod", 1),
     Q.shift: _shift,
     Q.linrec: _linrec,
-    S.reduce_sum: _reduce("sum"),
-    S.reduce_mean: _reduce("mean"),
-    S.reduce_prod: _reduce("prod"),
-    S.reduce_max: _extremum("max"),
-    S.reduce_min: _extremum("min"),
-    S.transpose: _attr(lambda xp, x, perm: xp.transpose(x, perm)),
-    S.reshape: _attr(lambda xp, x, shape: xp.reshape(x, shape)),
-    S.reshape_like: lambda ctx, node, x, like: ctx.xp.reshape(x, like.shape),
-    S.expand_dims: _attr(lambda xp, x, axes: xp.expand_dims(x, axes)),
-    S.broadcast_like: lambda ctx, node, x, like: ctx.xp.array(
+    R.reduce_sum: _reduce("sum"),
+    R.reduce_mean: _reduce("mean"),
+    R.reduce_prod: _reduce("prod"),
+    R.reduce_max: _extremum("max"),
+    R.reduce_min: _extremum("min"),
+    L.transpose: _attr(lambda xp, x, perm: xp.transpose(x, perm)),
+    L.reshape: _attr(lambda xp, x, shape: xp.reshape(x, shape)),
+    L.reshape_like: lambda ctx, node, x, like: ctx.xp.reshape(x, like.shape),
+    L.expand_dims: _attr(lambda xp, x, axes: xp.expand_dims(x, axes)),
+    L.broadcast_like: lambda ctx, node, x, like: ctx.xp.array(
         ctx.xp.broadcast_to(x, like.shape)),
-    S.unbroadcast: lambda ctx, node, g, like: _unbroadcast(ctx.xp, g, like.shape, ctx.xp.sum),
-    S.unbroadcast_any: lambda ctx, node, mask, g, like: _unbroadcast(
+    R.unbroadcast: lambda ctx, node, g, like: _unbroadcast(ctx.xp, g, like.shape, ctx.xp.sum),
+    R.unbroadcast_any: lambda ctx, node, mask, g, like: _unbroadcast(
         ctx.xp, ctx.xp.broadcast_to(mask, g.shape), like.shape, ctx.xp.any),
-    S.getitem: _attr(lambda xp, x, key: xp.array(x[key])),
-    S.getitem_grad: _scatter,
-    S.cast: _attr(lambda xp, x, dtype: x.astype(dtype)),
-    S.axis_size: _axis_size,
-    S.prod_others: _prod_others,
+    I.getitem: _attr(lambda xp, x, key: xp.array(x[key])),
+    I.getitem_grad: _scatter,
+    E.cast: _attr(lambda xp, x, dtype: x.astype(dtype)),
+    R.axis_size: _axis_size,
+    R.prod_others: _prod_others,
     B.tril: _attr(lambda xp, x, k: xp.tril(x, k)),
     B.triu: _attr(lambda xp, x, k: xp.triu(x, k)),
     B.diag: _diag,
@@ -367,5 +367,5 @@ FORMS: dict = {
 }
 """Device form of every structural op, keyed by its record."""
 
-LIBRARY_CALLS = frozenset({S.matmul, C.einsum, C.tensordot})
+LIBRARY_CALLS = frozenset({C.matmul, C.einsum, C.tensordot})
 """Forms that are one library call (cuBLAS through CuPy on a GPU)."""

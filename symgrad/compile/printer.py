@@ -1,7 +1,7 @@
 """The numba printer of scalar sympy expressions (shared by every loop template).
 
 A small table-driven printer: a function prints from its class's ``numba_template`` /
-``numba_helper`` (symgrad's scalar functions, see ``ops/sympy_functions.py``) or from
+``numba_helper`` (symgrad's scalar functions, see ``ops/elementwise/scalar.py``) or from
 ``BASE_FUNCTIONS`` (plain sympy functions, by class); the rest
 is arithmetic, comparisons, booleans and ``Piecewise`` printed as a lazy conditional
 expression ``(a if c else b)``, so the branch that was not selected is never evaluated.
@@ -27,7 +27,7 @@ import sympy as sp
 
 from sympy.codegen.cfunctions import expm1, log1p
 
-from ..ops.sympy_functions import Sigmoid, Softplus, Tanh, TanhPrime
+from ..ops.elementwise.scalar import Sigmoid, Softplus, Tanh, TanhPrime
 from . import vecmath as vm
 
 SUPPORT = "symgrad.compile.support:"
@@ -86,7 +86,7 @@ def _t(template: str) -> NumbaForm:
 
 
 # Plain sympy functions (one base table, keyed by class). symgrad's own scalar functions
-# carry their numba form on their class (ops/sympy_functions.py) and are not listed here.
+# carry their numba form on their class (ops/elementwise/scalar.py) and are not listed here.
 def _math(cls) -> NumbaForm:
     return _t(f"math.{cls.__name__}({{0}})")
 

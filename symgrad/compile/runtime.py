@@ -23,6 +23,12 @@ from .regions import Kernel, Plan, Step
 from .variants import pattern, with_fixed_axes
 
 
+DISTRIBUTED: dict = {"call_dask": None, "reduce_function": None}
+"""Set by ``symgrad.distributed`` when imported (``import symgrad`` imports it; it imports
+dask only when a call with dask arrays arrives): how a call with dask arrays runs and how a
+compiled function pickles. The distributed package builds on this module, not the reverse."""
+
+
 class CompiledFunction:
     """A compiled graph: ``f(*arrays)``; ``f.source``, ``f.sympy``, ``f.plan``,
     ``f.explain()``."""
@@ -53,8 +59,7 @@ class CompiledFunction:
         ShapeError naming this function (or, if numpy can run it, warns once and runs
         ``sg.evaluate``)."""
         if any(_is_dask(a) for a in args):       # dask arrays: symgrad.distributed
-            from ..distributed import call_dask   # distributed builds on this module
-            return call_dask(self, args)
+            return DISTRIBUTED["call_dask"](self, args)
         if len(args) != len(self.inputs):
             self._run(*args)
         arrays = [check_feed(p, a, self.label, argument=True) for p, a in zip(self.inputs, args)]
@@ -93,8 +98,7 @@ class CompiledFunction:
 
     def __reduce__(self):
         """Pickles by graph and key, rebuilt once per process (symgrad/distributed)."""
-        from ..distributed.pickling import reduce_function   # builds on this module
-        return reduce_function(self)
+        return DISTRIBUTED["reduce_function"](self)
 
     @property
     def sympy(self) -> dict:

@@ -1,6 +1,6 @@
 """njit scalar helpers of the v2 elementwise ops (special functions).
 
-The bodies live in ``symgrad.ops.scalar_math_v2`` (plain Python, also the numpy forward);
+The bodies live in ``symgrad.ops.elementwise.scalar_math`` (plain Python, also the numpy forward);
 this module only compiles them like ``support``'s helpers: once per process, inlined
 into each loop, numpy's error model. CUDA device code recompiles the same code objects
 (``cuda_runtime.device_helper``).
@@ -8,7 +8,7 @@ into each loop, numpy's error model. CUDA device code recompiles the same code o
 
 from __future__ import annotations
 
-from ..ops import scalar_math_v2 as S
+from ..ops.elementwise import scalar_math as S
 from .support import _jit
 
 cbrt_ = _jit(S.cbrt)

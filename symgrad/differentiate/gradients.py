@@ -20,7 +20,7 @@ from ..errors import UnconnectedGradientError
 from ..graph.naming import name_scope
 from ..graph.tensor import Tensor, describe
 from ..graph.traversal import placeholders_of, topological_order
-from ..ops import api as F
+from ..ops.functions import F
 from ..ops.sources import constant
 from .control import check_no_prevented
 from .sweep import reverse_sweep

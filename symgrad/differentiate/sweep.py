@@ -23,7 +23,7 @@ from ..dtypes import is_floating
 from ..errors import NoGradientError
 from ..graph.tensor import Tensor
 from ..graph.traversal import topological_order
-from ..ops import api as F
+from ..ops.functions import F
 from ..ops.symbols import dtype_kind, input_symbol
 from .partials import has_float_path, local_partial
 

@@ -70,3 +70,9 @@ def math_of(f: Any) -> str:
         if hashlib.sha256(text.encode()).hexdigest() == f.key:
             return mode
     return "fast"
+
+
+from ..compile.runtime import DISTRIBUTED  # noqa: E402
+from .pickling import reduce_function  # noqa: E402
+
+DISTRIBUTED.update(call_dask=call_dask, reduce_function=reduce_function)

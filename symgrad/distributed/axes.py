@@ -22,10 +22,12 @@ from typing import Optional, Union
 from ..batching import AXIS_ATTR, PER_AXIS, TRAILING_CORE, per_axis_entries
 
 from ..graph.tensor import Tensor, describe
-from ..ops import indexing as I
-from ..ops import layout as L
-from ..ops import structural as S
-from ..ops import elementwise as E
+from ..ops.contraction import records as C
+from ..ops.elementwise import records as E
+from ..ops.indexing import records as I
+from ..ops.layout import records as L
+from ..ops.reductions import records as R
+from ..ops.scans import records as SC
 
 
 @dataclass(frozen=True)
@@ -79,8 +81,8 @@ def _reduce(node: Tensor, axes: list) -> Axis:
 def _unbroadcast(node: Tensor, axes: list) -> Axis:
     g_axis, like_axis = axes[-2], axes[-1]
     g, like = node.inputs[-2], node.inputs[-1]
-    kind = "any" if node.op is S.unbroadcast_any else "sum"
-    if g_axis is None and node.op is S.unbroadcast_any and axes[0] is not None:
+    kind = "any" if node.op is R.unbroadcast_any else "sum"
+    if g_axis is None and node.op is R.unbroadcast_any and axes[0] is not None:
         g_axis = len(g.shape) - len(node.inputs[0].shape) + axes[0]
     if g_axis is None:
         if like_axis is not None:
@@ -271,11 +273,11 @@ def _gather_grad(node: Tensor, axes: list) -> Axis:
 
 
 RULES: dict = {
-    S.unbroadcast: _unbroadcast, S.unbroadcast_any: _unbroadcast,
-    S.axis_size: _axis_size, S.matmul: _matmul, S.transpose: _transpose,
-    S.reshape: _reshape, S.reshape_like: _reshape, S.expand_dims: _expand_dims,
-    S.broadcast_like: _broadcast_like, S.getitem: _getitem,
-    S.getitem_grad: _getitem_grad,
+    R.unbroadcast: _unbroadcast, R.unbroadcast_any: _unbroadcast,
+    R.axis_size: _axis_size, C.matmul: _matmul, L.transpose: _transpose,
+    L.reshape: _reshape, L.reshape_like: _reshape, L.expand_dims: _expand_dims,
+    L.broadcast_like: _broadcast_like, I.getitem: _getitem,
+    I.getitem_grad: _getitem_grad,
     L.squeeze: _squeeze, L.broadcast_to: _broadcast_to, L.concat: _along_axis,
     L.stack: _stack, L.unstack: _unstack, L.concat_part: _along_axis,
     I.gather: _gather, I.gather_grad: _gather_grad,

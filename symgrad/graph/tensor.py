@@ -13,7 +13,7 @@ attributes, and a static shape (ints and None) and dtype. Nothing is computed.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -22,59 +22,19 @@ from ..shapes import Shape, format_shape
 _ids = itertools.count()
 
 
-def _v2_api():
-    from ..ops import elementwise_v2_api
-    return elementwise_v2_api
-
-
 class TensorOperators:
-    """Python operators, written once for symbolic and eager tensors."""
+    """What symbolic and eager tensors share. Their Python operators (``+``, ``@``, ``[]``,
+    ``%``, ``.T``, ``.reshape`` ...) are set on this class by ``symgrad.ops.operators`` when
+    the ops are imported, so that this package never imports the ops."""
 
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
-    def _api(self):
-        from ..ops import api
-        return api
-
-    def __add__(self, other): return self._api().add(self, other)
-    def __radd__(self, other): return self._api().add(other, self)
-    def __sub__(self, other): return self._api().subtract(self, other)
-    def __rsub__(self, other): return self._api().subtract(other, self)
-    def __mul__(self, other): return self._api().multiply(self, other)
-    def __rmul__(self, other): return self._api().multiply(other, self)
-    def __truediv__(self, other): return self._api().divide(self, other)
-    def __rtruediv__(self, other): return self._api().divide(other, self)
-    def __pow__(self, other): return self._api().pow(self, other)
-    def __rpow__(self, other): return self._api().pow(other, self)
-    def __neg__(self): return self._api().negative(self)
-    def __pos__(self): return self
-    def __abs__(self): return self._api().abs(self)
-    def __matmul__(self, other): return self._api().matmul(self, other)
-    def __rmatmul__(self, other): return self._api().matmul(other, self)
-    def __lt__(self, other): return self._api().less(self, other)
-    def __le__(self, other): return self._api().less_equal(self, other)
-    def __gt__(self, other): return self._api().greater(self, other)
-    def __ge__(self, other): return self._api().greater_equal(self, other)
-    def __getitem__(self, key): return self._api().getitem(self, key)
-    # v2 elementwise: Python's % and // are TF's floormod and floordiv
-    def __mod__(self, other): return _v2_api().floormod(self, other)
-    def __rmod__(self, other): return _v2_api().floormod(other, self)
-    def __floordiv__(self, other): return _v2_api().floordiv(self, other)
-    def __rfloordiv__(self, other): return _v2_api().floordiv(other, self)
-
-    @property
-    def T(self):
-        return self._api().transpose(self)
+    def __pos__(self):
+        return self
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
-
-    def reshape(self, *shape):
-        """``x.reshape(3, -1)`` or ``x.reshape((3, -1))``, as numpy."""
-        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
-            shape = tuple(shape[0])
-        return self._api().reshape(self, shape)
 
     def __len__(self) -> int:
         """The static leading length (TypeError for a scalar or an unknown length)."""
@@ -97,6 +57,11 @@ class TensorOperators:
 class Tensor(TensorOperators):
     """A node of a static graph: ``.name .shape .dtype .op .inputs .attrs``.
 
+    Modules built on this one add to the class when imported: the Python operators
+    (``symgrad.ops.operators``), numpy's ``__array_ufunc__``/``__array_function__``
+    (``symgrad.numpy_interop``) and the notebook display ``_repr_latex_``
+    (``symgrad.symbolic``), so that the graph package imports none of them.
+
     ``op`` is the op record (``t.op.name`` is the op's name, e.g. ``'sin'``).
     Tensors hash and compare by identity, so they can key a ``feed_dict``.
     """
@@ -117,31 +82,10 @@ class Tensor(TensorOperators):
         return (f"<sg.Tensor '{self.name}' op={self.op.name} shape={format_shape(self.shape)} "
                 f"dtype={self.dtype.name}>")
 
-    # --- notebook display (compiler topic) -------------------------------------------------
-    def _repr_latex_(self) -> Optional[str]:
-        """In a notebook an elementwise result shows its formula (``sg.latex``); other
-        tensors, and formulas over more than 400 nodes, show their repr."""
-        if self.op.kind != "elementwise":
-            return None
-        from ..symbolic import latex   # symbolic builds on this module
-        from .traversal import topological_order
-        if len(topological_order([self])) > 400:
-            return None
-        return f"${latex(self)}$"
-
     def __eq__(self, other):
         return self is other
 
     __hash__ = object.__hash__
-
-    # --- numpy functions build symgrad ops (symbolic Tensors only; see numpy_interop.py) ---
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from ..numpy_interop import apply_ufunc   # builds on the ops, which build on this
-        return apply_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        from ..numpy_interop import apply_function
-        return apply_function(func, args, kwargs)
 
     def __reduce__(self):
         raise TypeError("symgrad Tensors cannot be pickled; rebuild the graph instead")

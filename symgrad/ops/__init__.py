@@ -1,11 +1,24 @@
-"""Op records (one per op) and the public op functions."""
+"""Op records (one per op) and the public op functions, one subpackage per op family:
+``elementwise``, ``reductions``, ``layout``, ``indexing``, ``contraction`` and ``scans``
+(each with its ``records.py`` and ``api.py``). ``opdef`` (the record), ``registry``
+(``apply``), ``sources``, ``symbols``, ``functions`` (``F``) and ``checks`` are the
+infrastructure they share; ``operators`` gives Tensors their Python operators; ``jvp`` is
+the forward-mode table keyed by records.
 
-from . import api
-from . import band, layout  # noqa: F401  (register the layout records)
-from .registry import REGISTRY, OpDef, apply
+>>> from symgrad import ops
+>>> [family.__name__.rpartition(".")[2] for family in ops.FAMILIES]
+['elementwise', 'reductions', 'layout', 'indexing', 'contraction', 'scans']
+>>> ops.reductions.reduce_sum is ops.reductions.api.reduce_sum
+True
+"""
+
+from .opdef import REGISTRY, OpDef
+from .registry import apply
 from .sources import constant, placeholder
+from . import elementwise, reductions, layout, indexing, contraction, scans
+from . import operators  # noqa: F401  (installs Tensor's Python operators)
 
-__all__ = ["api", "REGISTRY", "OpDef", "apply", "constant", "placeholder"]
-# v2 elementwise (symgrad/ops/elementwise_v2.py, elementwise_v2_api.py)
-from . import elementwise_v2, elementwise_v2_api  # noqa: F401,E402  (register the records)
-from . import reductions_v2  # noqa: F401,E402  (v2 elementwise: reductions, normalisers)
+FAMILIES = (elementwise, reductions, layout, indexing, contraction, scans)
+
+__all__ = ["FAMILIES", "REGISTRY", "OpDef", "apply", "constant", "placeholder",
+           "elementwise", "reductions", "layout", "indexing", "contraction", "scans"]

@@ -13,10 +13,10 @@ a rule is handled by the engines' transposition fallback (the jvp as the derivat
 
 >>> import numpy as np
 >>> import symgrad as sg
->>> from symgrad.ops import structural as S
+>>> from symgrad.ops.reductions import records as reductions
 >>> x = np.array([[1.0, 2.0], [3.0, 4.0]])
 >>> out = sg.reduce_prod(x, axis=1)
->>> JVP_RULES[S.reduce_prod]([np.ones((2, 2))], out, x, axes=(1,), keepdims=False).numpy()
+>>> JVP_RULES[reductions.reduce_prod]([np.ones((2, 2))], out, x, axes=(1,), keepdims=False).numpy()
 array([3., 7.])
 """
 
@@ -25,10 +25,16 @@ from __future__ import annotations
 from typing import Callable
 
 from ..dtypes import is_floating
-from . import api as F
-from . import band, contraction, indexing, layout, scan
-from . import structural as S
-from .registry import OpDef, apply
+from .contraction import records as contraction
+from .elementwise import records as elementwise
+from .functions import F
+from .indexing import records as indexing
+from .layout import band
+from .layout import records as layout
+from .reductions import records as reductions
+from .opdef import OpDef
+from .registry import apply
+from .scans import records as scan
 
 JVP_RULES: dict = {}
 
@@ -49,8 +55,9 @@ def _linear_first(op: OpDef) -> Callable:
 
 
 LINEAR_FIRST = (
-    S.reduce_sum, S.reduce_mean, S.transpose, S.reshape, S.reshape_like, S.expand_dims,
-    S.broadcast_like, S.unbroadcast, S.getitem, S.getitem_grad,
+    reductions.reduce_sum, reductions.reduce_mean, layout.transpose, layout.reshape,
+    layout.reshape_like, layout.expand_dims,
+    layout.broadcast_like, reductions.unbroadcast, indexing.getitem, indexing.getitem_grad,
     layout.unstack, layout.split, layout.squeeze, layout.broadcast_to, layout.tile,
     layout.tile_grad, layout.reverse, layout.roll, layout.concat_part,
     indexing.gather, indexing.gather_grad, scan.cumsum, scan.shift,
@@ -79,7 +86,7 @@ def _all_linear(op: OpDef) -> Callable:
 
 
 _defjvp(layout.pad, _pad_jvp)
-_defjvp(S.cast, _cast_jvp)
+_defjvp(elementwise.cast, _cast_jvp)
 _defjvp(layout.concat, _all_linear(layout.concat))
 _defjvp(layout.stack, _all_linear(layout.stack))
 
@@ -98,7 +105,7 @@ def _multilinear(op: OpDef) -> Callable:
     return rule
 
 
-for _op in (S.matmul, contraction.einsum, contraction.tensordot):
+for _op in (contraction.matmul, contraction.einsum, contraction.tensordot):
     _defjvp(_op, _multilinear(_op))
 
 
@@ -123,13 +130,13 @@ def _extremum_jvp(tangents, out, x, axes, keepdims):
 def _prod_others_jvp(tangents, out, x, axes):
     """prod_others is the gradient of the product, so its Jacobian is a Hessian: symmetric,
     and its jvp is its vjp."""
-    return S.prod_others.vjp(tangents[0], out, x, axes)[0]
+    return reductions.prod_others.vjp(tangents[0], out, x, axes)[0]
 
 
-_defjvp(S.reduce_prod, _prod_jvp)
-_defjvp(S.reduce_max, _extremum_jvp)
-_defjvp(S.reduce_min, _extremum_jvp)
-_defjvp(S.prod_others, _prod_others_jvp)
+_defjvp(reductions.reduce_prod, _prod_jvp)
+_defjvp(reductions.reduce_max, _extremum_jvp)
+_defjvp(reductions.reduce_min, _extremum_jvp)
+_defjvp(reductions.prod_others, _prod_others_jvp)
 
 
 # --- scans: exact at zeros (no division), every order -----------------------------------------

@@ -11,7 +11,7 @@ from ..errors import DTypeError, GraphError
 from ..graph.naming import unique_name
 from ..graph.tensor import Tensor
 from ..shapes import as_shape
-from .registry import OpDef, register
+from .opdef import OpDef, register
 
 PLACEHOLDER = register(OpDef("placeholder", "source", differentiable=True))
 CONSTANT = register(OpDef("constant", "source", differentiable=True))

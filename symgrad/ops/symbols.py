@@ -10,7 +10,7 @@ import numpy as np
 import sympy as sp
 
 from ..dtypes import is_bool, is_integer
-from .sympy_functions import SCALAR_FUNCTIONS
+from .elementwise.scalar import SCALAR_FUNCTIONS
 
 
 @lru_cache(maxsize=None)

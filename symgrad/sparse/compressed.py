@@ -105,7 +105,8 @@ def _count(colours: np.ndarray) -> int:
 
 def _compress(y: Tensor, x: Tensor, pattern, order: str, name: str, kind: str,
               mode: str = "reverse") -> SparseTensor:
-    from ..ops.api import gather, reshape
+    from ..ops.indexing.api import gather
+    from ..ops.layout.api import reshape
     from ..ops.sources import constant
     mode, colours, index_map, how = _choose(pattern, order, mode, kind)
     seeds = _seeds(colours, y.dtype)
@@ -142,7 +143,7 @@ def sparse_hessian(ys: Any, xs: Any, order: str = "largest_first") -> Any:
     gradient g seeded with the colour indicators; with a star colouring each entry comes
     from its row or its mirror."""
     from ..differentiate.gradients import gradients
-    from ..ops.api import reduce_sum
+    from ..ops.reductions.api import reduce_sum
     if isinstance(xs, (list, tuple)):
         return [sparse_hessian(ys, x, order) for x in xs]
     if isinstance(ys, (list, tuple)):

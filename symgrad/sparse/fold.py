@@ -19,14 +19,16 @@ import numpy as np
 from ..evaluate import run_node
 from ..graph.tensor import Tensor
 from ..graph.traversal import topological_order
-from ..ops import band, indexing, layout
-from ..ops import structural as S
+from ..ops.indexing import records as indexing
+from ..ops.layout import band
+from ..ops.layout import records as layout
+from ..ops.reductions import records as reductions
 from ..ops.sources import CONSTANT, PLACEHOLDER, constant
 
 # inputs an op reads only for their shape (gradient helpers' ``like``): a constant node
 # is still constant when these are not
-SHAPE_ONLY = {S.reshape_like: {1}, S.broadcast_like: {1}, S.getitem_grad: {1},
-              S.unbroadcast: {1}, indexing.gather_grad: {2}, band.diag_fill: {1},
+SHAPE_ONLY = {layout.reshape_like: {1}, layout.broadcast_like: {1}, indexing.getitem_grad: {1},
+              reductions.unbroadcast: {1}, indexing.gather_grad: {2}, band.diag_fill: {1},
               layout.tile_grad: {1}}
 
 

@@ -77,7 +77,7 @@ def hessian_sparsity(y: Tensor, x: Tensor):
     a symmetric boolean ``csr_array`` of shape ``(x.size, x.size)``, read from the
     gradient graph (which carries the second-order structure)."""
     from ..differentiate.gradients import gradients
-    from ..ops.api import reduce_sum
+    from ..ops.reductions.api import reduce_sum
     _check(y, "sg.hessian_sparsity", "y")
     _check(x, "sg.hessian_sparsity", "x")
     (g,) = gradients(reduce_sum(y), [x], unconnected_gradients="zero")

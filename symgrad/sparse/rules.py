@@ -14,8 +14,13 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..ops import contraction, elementwise as E, indexing, layout, scan, band
-from ..ops import structural as S
+from ..ops.contraction import records as contraction
+from ..ops.elementwise import records as E
+from ..ops.indexing import records as indexing
+from ..ops.layout import band
+from ..ops.layout import records as layout
+from ..ops.reductions import records as reductions
+from ..ops.scans import records as scan
 from ..ops.sources import CONSTANT
 
 RULES: dict = {}
@@ -313,15 +318,15 @@ def tensordot_rule(node, pats: list, n: int):
 
 
 def _register() -> None:
-    for op in (S.reduce_sum, S.reduce_mean, S.reduce_prod, S.reduce_max, S.reduce_min):
+    for op in (reductions.reduce_sum, reductions.reduce_mean, reductions.reduce_prod, reductions.reduce_max, reductions.reduce_min):
         RULES[op] = sums(_reduced_into)
-    RULES[S.unbroadcast] = sums(_unbroadcast_into)
+    RULES[reductions.unbroadcast] = sums(_unbroadcast_into)
     RULES[layout.tile_grad] = sums(_tile_into)
     RULES[indexing.gather_grad] = sums(_gather_grad_into)
     RULES[band.trace] = sums(_trace_into)
-    RULES[S.prod_others] = prod_others_rule
-    for op in (S.transpose, S.reshape, S.reshape_like, S.expand_dims, S.broadcast_like,
-               S.getitem, S.getitem_grad, layout.unstack, layout.split, layout.squeeze,
+    RULES[reductions.prod_others] = prod_others_rule
+    for op in (layout.transpose, layout.reshape, layout.reshape_like, layout.expand_dims, layout.broadcast_like,
+               indexing.getitem, indexing.getitem_grad, layout.unstack, layout.split, layout.squeeze,
                layout.broadcast_to, layout.tile, layout.reverse, layout.roll, layout.concat_part,
                band.tril, band.triu, band.diag, band.diag_part, band.diag_fill, scan.shift):
         RULES[op] = moves()
@@ -329,11 +334,11 @@ def _register() -> None:
     RULES[layout.concat] = moves(data=None)
     RULES[layout.stack] = moves(data=None)
     RULES[indexing.gather] = moves(values=(1,))
-    RULES[S.cast] = moves(attrs={"dtype": np.int64})
+    RULES[E.cast] = moves(attrs={"dtype": np.int64})
     RULES[scan.cumsum] = scan_rule
     RULES[scan.cumprod] = scan_rule
     RULES[scan.linrec] = linrec_rule
-    RULES[S.matmul] = matmul_rule
+    RULES[contraction.matmul] = matmul_rule
     RULES[contraction.einsum] = einsum_rule
     RULES[contraction.tensordot] = tensordot_rule
 

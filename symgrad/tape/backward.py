@@ -26,7 +26,7 @@ from typing import Any, Iterator, Optional
 from ..custom_op import group_of, group_vjp
 from ..dtypes import is_floating
 from ..errors import NoGradientError
-from ..ops import api as F
+from ..ops.functions import F
 from ..ops.registry import OpDef
 from .eager import EagerTensor
 

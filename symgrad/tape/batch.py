@@ -32,8 +32,8 @@ import numpy as np
 from ..custom_op import group_of
 from ..errors import ShapeError, UnconnectedGradientError
 from ..graph.traversal import topological_order
-from ..ops import api as F
-from ..ops.layout_api import stack
+from ..ops.functions import F
+from ..ops.layout.api import stack
 from ..ops.registry import apply
 from ..ops.sources import CONSTANT, PLACEHOLDER, constant, placeholder
 from . import state

@@ -30,7 +30,7 @@ from ..dtypes import is_floating
 from ..errors import (DTypeError, EagerMixError, NoGradientError, ShapeError, TapeError,
                       UnconnectedGradientError)
 from ..graph.tensor import Tensor
-from ..ops import api as F
+from ..ops.functions import F
 from ..ops.jvp import JVP_RULES
 from ..ops.registry import OpDef
 from . import state

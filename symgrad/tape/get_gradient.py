@@ -50,7 +50,7 @@ def get_gradient(target: Any, sources: Any, higher_order: bool = False,
 
 def _symbolic(target: Any, sources: Any, higher_order: bool) -> Any:
     from ..differentiate import gradients  # the symbolic engine, only for graphs
-    from ..ops import api as F
+    from ..ops.functions import F
 
     flat = flatten(sources)
     if not all(isinstance(s, Tensor) for s in flat + flatten(target)):

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..dtypes import is_floating
 from ..errors import TapeError, UnconnectedGradientError
-from ..ops import api as F
+from ..ops.functions import F
 from . import state
 from .backward import Record, backward, key_of
 from .batch import batched_vjps, identity_seeds, reshaped

@@ -3,8 +3,8 @@
 numba.cuda is imported only when a function is compiled for it (``compile``).
 
 >>> from symgrad.compile.targets import CUDA
->>> from symgrad.ops import structural as S
->>> class Node: op = S.matmul
+>>> from symgrad.ops.contraction import records as C
+>>> class Node: op = C.matmul
 >>> CUDA.step_place(Node())
 'device, library call: cuBLAS via CuPy'
 """

@@ -1,4 +1,4 @@
-"""Contraction op records: einsum and tensordot.
+"""Contraction op records: matmul (``np.matmul`` semantics), einsum and tensordot.
 
 The gradient of an einsum operand is an einsum of the output gradient with the other
 operands, written back to the operand's subscripts. Two cases need care and are exact:
@@ -21,16 +21,57 @@ array([[1., 0.],
 (2, None)
 """
 
+
 from __future__ import annotations
 
 import string
 
 import numpy as np
 
-from ..errors import ShapeError
-from ..shapes import format_shape
-from . import api as F
-from .registry import structural
+from ...errors import ShapeError
+from ...shapes import broadcast_shapes, format_shape
+from ..functions import F
+from ..opdef import structural
+
+
+# --- matmul (np.matmul semantics: 1-D operands, broadcast batch dims) ------------------------
+def _matmul_infer(a, b):
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"matmul: operands must have at least one dimension, got "
+                         f"'{a.name}' {format_shape(a.shape)} and "
+                         f"'{b.name}' {format_shape(b.shape)}")
+    sa = (1,) + a.shape if a.ndim == 1 else a.shape
+    sb = b.shape + (1,) if b.ndim == 1 else b.shape
+    k1, k2 = sa[-1], sb[-2]
+    if k1 is not None and k2 is not None and k1 != k2:
+        raise ShapeError(f"matmul: inner dimensions differ: '{a.name}' {format_shape(a.shape)} "
+                         f"@ '{b.name}' {format_shape(b.shape)} ({k1} != {k2})")
+    batch = broadcast_shapes([sa[:-2], sb[:-2]], op="matmul", names=[a.name, b.name])
+    shape = batch + (sa[-2], sb[-1])
+    if a.ndim == 1:
+        shape = shape[:-2] + shape[-1:]
+    if b.ndim == 1:
+        shape = shape[:-1]
+    return shape, np.result_type(a.dtype, b.dtype)
+
+
+def _matmul_vjp(g, out, a, b):
+    a2 = F.expand_dims(a, (0,)) if a.ndim == 1 else a
+    b2 = F.expand_dims(b, (1,)) if b.ndim == 1 else b
+    g2 = g
+    if a.ndim == 1:
+        g2 = F.expand_dims(g2, (g2.ndim - (0 if b.ndim == 1 else 1),))
+    if b.ndim == 1:
+        g2 = F.expand_dims(g2, (g2.ndim,))
+    ga = F.matmul(g2, F.matrix_transpose(b2))
+    gb = F.matmul(F.matrix_transpose(a2), g2)
+    ga = F.reshape_like(F.unbroadcast(ga, a2), a)
+    gb = F.reshape_like(F.unbroadcast(gb, b2), b)
+    return ga, gb
+
+
+matmul = structural("matmul", np.matmul, _matmul_infer, vjp=_matmul_vjp)
+
 
 LETTERS = string.ascii_letters
 

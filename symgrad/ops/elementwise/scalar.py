@@ -46,7 +46,7 @@ import numpy as np
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 
-from .scalar_math_v2 import tanh_prime_numpy
+from .scalar_math import tanh_prime_numpy
 
 __all__ = ["TfAbs", "TfSign", "Relu", "Sigmoid", "Softplus", "TfMax", "TfMin", "TfPow",
            "TfRound", "Step", "Tanh", "TanhPrime", "expm1", "log1p", "ScalarFunction",
@@ -215,7 +215,7 @@ SCALAR_FUNCTIONS["Tanh"] = Tanh     # not a ScalarFunction (sympy's tanh), but p
 
 class TanhPrime(ScalarFunction):
     """tanh'(x) = sech(x)**2, computed as 4 e / (1 + e)**2 with e = exp(-2|x|): no
-    cancellation, no overflow (``scalar_math_v2.tanh_prime``; the fast form is
+    cancellation, no overflow (``scalar_math.tanh_prime``; the fast form is
     ``vecmath.tanh_prime_f64``). Its derivative is -2 tanh(x) sech(x)**2."""
 
     numba_helper = "symgrad.compile.support_v2:tanh_prime_"

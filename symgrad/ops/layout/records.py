@@ -1,5 +1,6 @@
-"""Layout op records: concat, stack, unstack, split, squeeze, broadcast_to, tile, pad,
-reverse and roll (the public wrappers are in ``layout_api.py``).
+"""Layout op records: transpose, reshape, expand_dims, concat, stack, unstack, split,
+squeeze, broadcast_to, tile, pad, reverse and roll (the public wrappers are in ``api.py``;
+the matrix band ops in ``band.py``).
 
 Each record has a shape rule with None dims, a numpy forward, and a vjp written with
 symgrad ops (graph and tape, any order) that is TF's ``array_grad.py`` rule. Ops that only
@@ -11,11 +12,55 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ShapeError
-from ..shapes import format_shape
-from . import api as F
-from . import layout_api as L
-from .registry import Example, apply, structural
+from ...errors import ShapeError
+from ...shapes import format_shape, reshape_shape
+from ..functions import F
+from ..opdef import Example, structural
+from ..registry import apply
+
+
+# --- layout -----------------------------------------------------------------------------------
+def _transpose_infer(x, perm):
+    return tuple(x.shape[p] for p in perm), x.dtype
+
+
+transpose = structural(
+    "transpose", lambda x, perm: np.transpose(x, perm), _transpose_infer,
+    vjp=lambda g, out, x, perm: (F.transpose(g, tuple(int(i) for i in np.argsort(perm))),),
+    passes_mask=True, symbolic_dims=True)
+reshape = structural(
+    "reshape", lambda x, shape: np.reshape(x, shape),
+    lambda x, shape: (reshape_shape(x.shape, shape), x.dtype),
+    vjp=lambda g, out, x, shape: (F.reshape_like(g, x),),
+    passes_mask=True)
+reshape_like = structural(
+    "reshape_like", lambda x, like: np.reshape(x, np.shape(like)),
+    lambda x, like: (like.shape, x.dtype),
+    vjp=lambda g, out, x, like: (F.reshape_like(g, x), None), public=False,
+    passes_mask=True, symbolic_dims=True)
+
+
+def _expand_infer(x, axes):
+    shape = list(x.shape)
+    for a in sorted(axes):
+        shape.insert(a, 1)
+    return tuple(shape), x.dtype
+
+
+expand_dims = structural(
+    "expand_dims", lambda x, axes: np.expand_dims(x, axes), _expand_infer,
+    vjp=lambda g, out, x, axes: (F.reshape_like(g, x),), passes_mask=True,
+    examples=(Example(((2, 3),), {"axis": -1}, lambda a: a[..., None]),
+              Example(((3,),), {"axis": 0}, lambda a: a[None])), symbolic_dims=True)
+broadcast_like = structural(
+    "broadcast_like", lambda x, like: np.array(np.broadcast_to(x, np.shape(like))),
+    lambda x, like: (like.shape, x.dtype),
+    vjp=lambda g, out, x, like: (F.unbroadcast(g, x), None), public=False, symbolic_dims=True)
+
+
+def matrix_transpose_perm(ndim: int) -> tuple:
+    """The perm that swaps the last two axes."""
+    return tuple(range(ndim - 2)) + (ndim - 1, ndim - 2)
 
 
 def merge_dims(dims, op: str, what: str):
@@ -57,7 +102,7 @@ def _concat_infer(*values, axis):
 
 
 def _concat_vjp(g, out, *values, axis):  # TF's _ConcatGradHelper: slices of g
-    return tuple(L.concat_part(g, values, axis, k) for k in range(len(values)))
+    return tuple(F.concat_part(g, values, axis, k) for k in range(len(values)))
 
 
 concat = structural(
@@ -83,7 +128,7 @@ def _part_infer(g, *values, axis, index):
 
 def _part_vjp(gg, out, g, *values, axis, index):
     pieces = [gg if k == index else F.zeros_like(v) for k, v in enumerate(values)]
-    return (L.concat(pieces, axis),) + (None,) * len(values)
+    return (F.concat(pieces, axis),) + (None,) * len(values)
 
 
 # The slice of g (concat's gradient) that belongs to values[index]; values give the lengths.
@@ -100,7 +145,7 @@ def _stack_infer(*values, axis):
 
 stack = structural(
     "stack", lambda *values, axis: np.stack(values, axis=axis), _stack_infer,
-    vjp=lambda g, out, *values, axis: tuple(L.unstack(g, axis)), passes_mask=True,
+    vjp=lambda g, out, *values, axis: tuple(F.unstack(g, axis)), passes_mask=True,
     examples=(Example(((), (), ()), {"axis": 0}, lambda *a: np.stack(a), listed=True),
               Example(((2, 3), (2, 3)), {"axis": -1}, lambda *a: np.stack(a, -1),
                       listed=True)))
@@ -164,7 +209,7 @@ def _split_vjp(g, out, x, axis, num, sizes, index):  # TF: concat, zeros for oth
     count = num if sizes is None else len(sizes)
     pieces = [g if k == index else F.zeros_like(apply(split, (x,), {
         "axis": axis, "num": num, "sizes": sizes, "index": k})) for k in range(count)]
-    return (L.concat(pieces, axis),)
+    return (F.concat(pieces, axis),)
 
 
 # One piece of sg.split (a list of these nodes is returned).
@@ -211,7 +256,7 @@ def _tile_infer(x, multiples):
 
 tile = structural(
     "tile", lambda x, multiples: np.tile(x, multiples), _tile_infer,
-    vjp=lambda g, out, x, multiples: (L.tile_grad(g, x, multiples),),
+    vjp=lambda g, out, x, multiples: (F.tile_grad(g, x, multiples),),
     examples=(Example(((2, 3),), {"multiples": (2, 3)}, lambda a: np.tile(a, (2, 3))),
               Example(((3,),), {"multiples": (1,)}, lambda a: np.tile(a, 1))))
 
@@ -225,7 +270,7 @@ def _tile_grad_numpy(g, like, multiples):
 # TF's _TileGrad: g reshaped to (m0, d0, m1, d1, ...) and summed over the m axes.
 tile_grad = structural(
     "tile_grad", _tile_grad_numpy, lambda g, like, multiples: (like.shape, g.dtype),
-    vjp=lambda gg, out, g, like, multiples: (L.tile(gg, multiples), None), public=False)
+    vjp=lambda gg, out, g, like, multiples: (F.tile(gg, multiples), None), public=False)
 
 
 # --- pad, reverse, roll -------------------------------------------------------------------------
@@ -248,13 +293,13 @@ pad = structural(
                       lambda a: np.pad(a, [[2, 0]], constant_values=1.5))))
 reverse = structural(
     "reverse", lambda x, axes: np.flip(x, axes), lambda x, axes: (x.shape, x.dtype),
-    vjp=lambda g, out, x, axes: (L.reverse(g, axes),), passes_mask=True,
+    vjp=lambda g, out, x, axes: (F.reverse(g, axes),), passes_mask=True,
     examples=(Example(((3, 2),), {"axis": 0}, lambda a: a[::-1]),
               Example(((2, 3, 2),), {"axis": (-1, 0)}, lambda a: a[::-1, :, ::-1])))
 roll = structural(
     "roll", lambda x, shifts, axes: np.roll(x, shifts, axes), lambda x, shifts, axes: (
         x.shape, x.dtype),
-    vjp=lambda g, out, x, shifts, axes: (L.roll(g, tuple(-s for s in shifts), axes),),
+    vjp=lambda g, out, x, shifts, axes: (F.roll(g, tuple(-s for s in shifts), axes),),
     passes_mask=True,
     examples=(Example(((2, 3),), {"shift": [-1, 2], "axis": [0, 1]},
                       lambda a: np.roll(a, (-1, 2), (0, 1))),

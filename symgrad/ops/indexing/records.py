@@ -1,5 +1,5 @@
-"""Index op records: gather (and integer-array indexing), its scatter-add gradient,
-argmax/argmin and one_hot.
+"""Index op records: getitem (basic indexing) and its scatter gradient, gather (and
+integer-array indexing), its scatter-add gradient, argmax/argmin and one_hot.
 
 ``gather`` follows TF: an index outside ``[0, n)`` (negative included) is a
 ``GatherIndexError`` (a ValueError) naming the index. Integer-array indexing ``x[idx]``
@@ -24,14 +24,67 @@ array([[2., 2.],
        [1., 1.]])
 """
 
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import as_dtype
-from ..errors import DTypeError, GatherIndexError, IndexRangeError, ShapeError
-from . import api as F
-from .registry import apply, structural
+from ...dtypes import as_dtype
+from ...errors import DTypeError, GatherIndexError, IndexRangeError, ShapeError
+from ...shapes import format_shape
+from ..functions import F
+from ..opdef import structural
+from ..registry import apply
+
+
+# --- slicing ------------------------------------------------------------------------------------
+def getitem_shape(shape, key):
+    """Static shape of ``x[key]`` for basic indexing with None dims."""
+    out, dim = [], 0
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    for k in key:
+        if k is None:
+            out.append(1)
+        elif k is Ellipsis:
+            fill = len(shape) - n_real
+            out.extend(shape[dim:dim + fill])
+            dim += fill
+        elif isinstance(k, slice):
+            d = shape[dim]
+            out.append(None if d is None else len(range(*k.indices(d))))
+            dim += 1
+        else:
+            d = shape[dim]
+            if d is not None and not -d <= k < d:
+                raise ShapeError(f"getitem: index {k} is out of bounds for axis {dim} "
+                                 f"with size {d}")
+            dim += 1
+    out.extend(shape[dim:])
+    return tuple(out)
+
+
+def _getitem_infer(x, key):
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if n_real > x.ndim:
+        raise ShapeError(f"getitem: too many indices ({n_real}) for '{x.name}' of shape "
+                         f"{format_shape(x.shape)}")
+    return getitem_shape(x.shape, key), x.dtype
+
+
+def _scatter_numpy(g, like, key):
+    out = np.zeros(np.shape(like), dtype=g.dtype)
+    out[key] = g
+    return out
+
+
+getitem = structural(
+    "getitem", lambda x, key: np.array(x[key]), _getitem_infer,
+    vjp=lambda g, out, x, key: (F.getitem_grad(g, x, key),),
+    passes_mask=True)
+getitem_grad = structural(
+    "getitem_grad", _scatter_numpy, lambda g, like, key: (like.shape, g.dtype),
+    vjp=lambda gg, out, g, like, key: (F.getitem(gg, key), None), public=False,
+    passes_mask=True, symbolic_dims=True)
 
 
 def check_index_dtype(op: str, indices) -> None:
@@ -193,4 +246,3 @@ def _one_hot_infer(indices, depth, dtype):
 
 
 one_hot = structural("one_hot", _one_hot_numpy, _one_hot_infer, differentiable=False)
-

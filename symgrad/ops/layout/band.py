@@ -7,15 +7,15 @@
 (``diag_fill``) or take it, so every order works in both engines.
 """
 
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ShapeError
-from ..shapes import format_shape
-from . import api as F
-from . import layout_api as L
-from .registry import Example, structural
+from ...errors import ShapeError
+from ...shapes import format_shape
+from ..functions import F
+from ..opdef import Example, structural
 
 
 def _need_rank(x, rank: int, op: str) -> None:
@@ -33,12 +33,12 @@ def _band_infer(op: str):
 
 tril = structural(
     "tril", lambda x, k: np.tril(x, k), _band_infer("tril"),
-    vjp=lambda g, out, x, k: (L.tril(g, k),), passes_mask=True,
+    vjp=lambda g, out, x, k: (F.tril(g, k),), passes_mask=True,
     examples=(Example(((2, 3, 2),), {"k": -1}, lambda a: np.tril(a, -1)),
               Example(((3, 4),), {}, np.tril)))
 triu = structural(
     "triu", lambda x, k: np.triu(x, k), _band_infer("triu"),
-    vjp=lambda g, out, x, k: (L.triu(g, k),), passes_mask=True,
+    vjp=lambda g, out, x, k: (F.triu(g, k),), passes_mask=True,
     examples=(Example(((3, 4),), {"k": 1}, lambda a: np.triu(a, 1)),
               Example(((2, 3, 3),), {"k": -1}, lambda a: np.triu(a, -1))))
 
@@ -57,7 +57,7 @@ def _diag_infer(v):
 
 
 diag = structural(
-    "diag", _diag_numpy, _diag_infer, vjp=lambda g, out, v: (L.diag_part(g),),
+    "diag", _diag_numpy, _diag_infer, vjp=lambda g, out, v: (F.diag_part(g),),
     passes_mask=True,
     examples=(Example(((3,),), {}, np.diag),
               Example(((2, 3),), {}, lambda a: np.stack([np.diag(r) for r in a]))))
@@ -74,7 +74,7 @@ def _diag_part_infer(x):
 
 diag_part = structural(
     "diag_part", lambda x: np.array(np.diagonal(x, 0, -2, -1)), _diag_part_infer,
-    vjp=lambda g, out, x: (L.diag_fill(g, x),), passes_mask=True,
+    vjp=lambda g, out, x: (F.diag_fill(g, x),), passes_mask=True,
     examples=(Example(((3, 3),), {}, np.diag),
               Example(((2, 3, 4),), {}, lambda a: np.diagonal(a, 0, -2, -1))))
 
@@ -91,7 +91,7 @@ def _diag_fill_numpy(g, like):
 # axes: TF's matrix_set_diag(zeros_like(x), g), the gradient of diag_part and trace.
 diag_fill = structural(
     "diag_fill", _diag_fill_numpy, lambda g, like: (like.shape, g.dtype),
-    vjp=lambda gg, out, g, like: (L.diag_part(gg), None), public=False, passes_mask=True)
+    vjp=lambda gg, out, g, like: (F.diag_part(gg), None), public=False, passes_mask=True)
 
 
 def _trace_infer(x):
@@ -101,6 +101,6 @@ def _trace_infer(x):
 
 trace = structural(
     "trace", lambda x: np.array(np.trace(x, axis1=-2, axis2=-1)), _trace_infer,
-    vjp=lambda g, out, x: (L.diag_fill(F.expand_dims(g, (g.ndim,)), x),),
+    vjp=lambda g, out, x: (F.diag_fill(F.expand_dims(g, (g.ndim,)), x),),
     examples=(Example(((3, 3),), {}, np.trace),
               Example(((2, 3, 4),), {}, lambda a: np.trace(a, axis1=-2, axis2=-1))))

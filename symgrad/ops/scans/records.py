@@ -18,12 +18,13 @@ one axis it is ``cumprod(x, exclusive) * cumprod(x, exclusive, reverse)``.
 array([1., 8., 0.])
 """
 
+
 from __future__ import annotations
 
 import numpy as np
 
-from . import api as F
-from .registry import structural
+from ..functions import F
+from ..opdef import structural
 
 
 def _axis_first(x, axis, reverse):

@@ -1,9 +1,11 @@
-"""v2 reductions and normalisers: ``reduce_logsumexp``, ``reduce_variance``, ``reduce_std``,
-``norm``, ``softmax``, ``log_softmax`` and ``clip_by_value``.
+"""The public reductions (``reduce_sum`` ... ``reduce_min``, records in ``records.py``), the
+private ones of gradients (``unbroadcast``, ``axis_size``, ``prod_others``), and the
+composite reductions and normalisers: ``reduce_logsumexp``, ``reduce_variance``,
+``reduce_std``, ``norm``, ``softmax``, ``log_softmax`` and ``clip_by_value``.
 
-Each is TensorFlow's own composite of existing ops (``math_ops.py``, ``nn_ops.py``,
-``clip_ops.py``), so its gradients are TF's by the chain rule, it fuses into the
-surrounding kernels, and it runs eagerly on the tape. ``norm`` differs from TF by one
+The composites are TensorFlow's own (``math_ops.py``, ``nn_ops.py``,
+``clip_ops.py``), so their gradients are TF's by the chain rule, each fuses into the
+surrounding kernels and runs eagerly on the tape. ``norm`` differs from TF by one
 deliberate choice: its square root (the internal ``norm_sqrt`` record) has derivative 0 at
 0, so the gradient at the zero vector is 0 (TF: 0/0 = nan).
 
@@ -23,33 +25,66 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..shapes import normalize_axes
-from . import api as F
-from . import sympy_functions_v2 as tf2
-from .api import _rank
-from .registry import apply, elementwise
+from ...dtypes import as_dtype
+from ...shapes import normalize_axes
+from ..checks import rank_of
+from ..elementwise.records import norm_sqrt
+from ..functions import F, export
+from ..opdef import OpDef
+from ..registry import apply
+from . import records as R
+
+__all__ = [
+    "reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min", "reduce_logsumexp",
+    "reduce_variance", "reduce_std", "norm", "softmax", "log_softmax", "clip_by_value",
+]
+
+
+def _reduction(op: OpDef, doc: str):
+    def fn(x, axis: int | Sequence[int] | None = None, keepdims: bool = False,
+           name: Optional[str] = None):
+        axes = normalize_axes(axis, rank_of(x), op.name)
+        return apply(op, (x,), {"axes": axes, "keepdims": bool(keepdims)}, name)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = doc
+    return fn
+
+
+reduce_sum = _reduction(R.reduce_sum, "Sum over ``axis`` (None: all axes).")
+reduce_mean = _reduction(R.reduce_mean, "Mean over ``axis`` (None: all axes).")
+reduce_prod = _reduction(R.reduce_prod, "Product over ``axis``; exact gradient at zeros.")
+reduce_max = _reduction(R.reduce_max, "Max over ``axis``; ties share the gradient evenly.")
+reduce_min = _reduction(R.reduce_min, "Min over ``axis``; ties share the gradient evenly.")
+
+
+def unbroadcast(g, like, name: Optional[str] = None):
+    return apply(R.unbroadcast, (g, like), None, name)
+
+
+def unbroadcast_any(mask, g, like, name: Optional[str] = None):
+    return apply(R.unbroadcast_any, (mask, g, like), None, name)
+
+
+def axis_size(x, axes, dtype, name: Optional[str] = None):
+    return apply(R.axis_size, (x,), {"axes": tuple(axes), "dtype": as_dtype(dtype)}, name)
+
+
+def prod_others(x, axes, name: Optional[str] = None):
+    return apply(R.prod_others, (x,), {"axes": tuple(axes)}, name)
+
 
 Axis = Optional["int | Sequence[int]"]
 
 
 def _axes(x, axis, op: str) -> tuple:
     """``axis`` checked and made non-negative (a ShapeError naming ``op`` otherwise)."""
-    return normalize_axes(axis, _rank(x), f"sg.{op}")
+    return normalize_axes(axis, rank_of(x), f"sg.{op}")
 
 
 def _axis(x, axis: int, op: str) -> int:
     if not isinstance(axis, (int, np.integer)):
         raise TypeError(f"sg.{op}: axis must be an int, got {type(axis).__name__}")
     return _axes(x, int(axis), op)[0]
-
-
-def _norm_sqrt_vjp(g, out, s):
-    positive = out > 0
-    return (F.where(positive, g * 0.5 / F.where(positive, out, 1.0), 0.0),)
-
-
-norm_sqrt = elementwise("norm_sqrt", np.sqrt, tf2.NormSqrt, vjp=_norm_sqrt_vjp,
-                        domain=(0.2, 3.0), public=False)
 
 
 def reduce_logsumexp(x, axis: Axis = None, keepdims: bool = False, name: Optional[str] = None):
@@ -106,3 +141,6 @@ def clip_by_value(t, clip_value_min, clip_value_max, name: Optional[str] = None)
     """min(max(t, lo), hi) as TF composes it (``maximum(minimum(t, hi), lo)``): t receives
     the gradient where lo <= t <= hi, a bound only where t is strictly beyond it."""
     return F.maximum(F.minimum(t, clip_value_max), clip_value_min, name=name)
+
+
+export(globals())

@@ -1,8 +1,8 @@
-"""Scalar functions of the v2 elementwise ops that sympy lacks, or whose derivative must
-follow TensorFlow's convention (see ``sympy_functions`` for the pattern).
+"""Scalar functions of elementwise ops that sympy lacks (special functions), or whose
+derivative must follow TensorFlow's convention (see ``scalar.py`` for the pattern).
 
 Each class carries its numpy form (the reference interpreter), its numba form (a template
-or an njit helper of ``symgrad.compile.support_v2``, whose body is in ``scalar_math_v2``)
+or an njit helper of ``symgrad.compile.support_v2``, whose body is in ``scalar_math``)
 and its derivative (``fdiff``), so plain ``sympy.diff`` gives TF's partials at every
 order.
 
@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from . import scalar_math_v2 as S
-from .sympy_functions import ScalarFunction, Sigmoid
+from . import scalar_math as S
+from .scalar import ScalarFunction, Sigmoid
 
 __all__ = ["Cbrt", "Erfc", "Erfinv", "Lgamma", "Digamma", "Polygamma", "Logaddexp", "Hypot",
            "MulNoNan", "FloorMod", "FloorDiv", "NormSqrt"]
@@ -273,7 +273,7 @@ class NormSqrt(ScalarFunction):
 
 def _register_numpy_forms() -> None:
     """Add these classes to the lambdify namespace (a snapshot taken before they existed)."""
-    from .symbols import NUMPY_FUNCTIONS, numpy_forms
+    from ..symbols import NUMPY_FUNCTIONS, numpy_forms
     NUMPY_FUNCTIONS.update(numpy_forms([Cbrt, Erfc, Erfinv, Lgamma, Digamma, Polygamma,
                                         Logaddexp, Hypot, MulNoNan, FloorMod, FloorDiv,
                                         NormSqrt]))

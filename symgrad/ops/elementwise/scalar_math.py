@@ -1,4 +1,4 @@
-"""Scalar special functions of the v2 elementwise ops: one plain-Python body each.
+"""Scalar special functions of the elementwise ops: one plain-Python body each.
 
 Each body is written in the scalar subset that numba compiles for the CPU and as a CUDA
 device function (``math.*``, ``np.floor``, loops over numbers, no calls to other
