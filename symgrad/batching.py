@@ -31,6 +31,7 @@ array([[2., 0., 0.],
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -68,19 +69,28 @@ def expand_to(x: Tensor, rank: int) -> Tensor:
 def broadcast_batch(x: Tensor, k: int) -> Tensor:
     """An unbatched x repeated along a new leading axis of length k (any dims None)."""
     key = (id(x), k)
-    if key in _BROADCASTS:
-        return _BROADCASTS[key][1]
+    if key in _broadcasts():
+        return _broadcasts()[key][1]
     if is_fully_known(x.shape):
         out = LA.broadcast_to(F.expand_dims(x, (0,)), (k,) + tuple(x.shape))
     else:
         out = _broadcast_dynamic(x, k)
-    _BROADCASTS[key] = (x, out)  # x kept alive: its id is not reused while cached
+    _broadcasts()[key] = (x, out)  # x kept alive: its id is not reused while cached
     return out
 
 
 # broadcast_batch's results during one batch_graph call (shared by every rule that needs
 # the same tensor batched, e.g. the ``like`` of several scatters)
-_BROADCASTS: dict = {}
+_LOCAL = threading.local()
+
+
+def _broadcasts() -> dict:
+    """This thread's memo of batched broadcasts and scatter likes (cleared after each
+    batching; per thread, so graphs built in several threads never share it)."""
+    cache = getattr(_LOCAL, "cache", None)
+    if cache is None:
+        cache = _LOCAL.cache = {}
+    return cache
 
 
 def _broadcast_dynamic(x: Tensor, k: int) -> Tensor:
@@ -159,9 +169,9 @@ def _like(node: Tensor, args: list, batched: tuple, k: int, index: int) -> Tenso
     if (not batched[index] and is_fully_known(like.shape)
             and k * int(np.prod(like.shape, dtype=np.int64)) <= LIKE_CONSTANT_MAX):
         key = ("like", tuple(like.shape), k)
-        if key not in _BROADCASTS:
-            _BROADCASTS[key] = (like, constant(np.zeros((k,) + tuple(like.shape), bool)))
-        return _BROADCASTS[key][1]
+        if key not in _broadcasts():
+            _broadcasts()[key] = (like, constant(np.zeros((k,) + tuple(like.shape), bool)))
+        return _broadcasts()[key][1]
     return _batched(args[index], batched[index], k)
 
 
@@ -376,11 +386,11 @@ def batch_graph(outputs: list, replace: dict, k: int) -> list:
     batched tensor (leading axis k). Returns ``(tensor, is_batched)`` per output (None
     stays None); unbatched results do not depend on any stand-in."""
     new: dict = {key: (value, True) for key, (_, value) in replace.items()}
-    _BROADCASTS.clear()
+    _broadcasts().clear()
     try:
         _walk(outputs, new, k)
     finally:
-        _BROADCASTS.clear()
+        _broadcasts().clear()
     return [None if o is None else new.get(id(o), (o, False)) for o in outputs]
 
 
@@ -454,7 +464,7 @@ def batched_gradients(ys: list, xs: list, grad_ys: Any, name: Optional[str] = "g
         try:
             return [_finish(x, j, r, k, policy) for j, (x, r) in enumerate(zip(xs, out))]
         finally:
-            _BROADCASTS.clear()
+            _broadcasts().clear()
 
 
 def _finish(x: Tensor, index: int, result: Optional[tuple], k: int, policy) -> Optional[Tensor]:

@@ -343,3 +343,24 @@ def test_compiled_stencils_pads_concat_matmul_agree_with_evaluate():
     got = sg.function([u, v], outs)(feed[u], feed[v])
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+
+
+def test_jacobians_built_in_threads_agree():
+    """Batched sweeps built at once in several threads: each thread keeps its own memo."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def build(n):
+        x = sg.placeholder("x", shape=(n,))
+        y = sg.sin(x[1:]) * x[:-1] ** 2 + sg.exp(-x[1:])
+        return x, sg.jacobian(y, x)
+
+    with ThreadPoolExecutor(4) as pool:
+        built = list(pool.map(build, [5, 6, 7, 8] * 3))
+    for x, jac in built:
+        n = x.shape[0]
+        value = np.linspace(-1.0, 1.0, n)
+        expected = np.zeros((n - 1, n))
+        rows = np.arange(n - 1)
+        expected[rows, rows + 1] = np.cos(value[1:]) * value[:-1] ** 2 - np.exp(-value[1:])
+        expected[rows, rows] = 2 * np.sin(value[1:]) * value[:-1]
+        np.testing.assert_allclose(sg.evaluate(jac, {x: value}), expected, rtol=1e-12)
