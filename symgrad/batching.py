@@ -93,6 +93,11 @@ def _broadcasts() -> dict:
     return cache
 
 
+def clear_memo() -> None:
+    """Forget this thread's memo (after each batched graph is built)."""
+    _broadcasts().clear()
+
+
 def _broadcast_dynamic(x: Tensor, k: int) -> Tensor:
     zeros = constant(np.zeros((k,) + (1,) * x.ndim, dtype=x.dtype))
     lead = F.expand_dims(x, (0,))

@@ -253,7 +253,7 @@ def _batched_tangent(x: Any, k: int, value: Any) -> Tensor:
 
 def _batched_jvp(ys: list, xs: list, tangents: list, policy, name: Optional[str]) -> list:
     """k jvps in one sweep: the plain sweep with stand-in tangents, then batched."""
-    from .batching import _BROADCASTS, batch_graph, broadcast_batch
+    from .batching import batch_graph, broadcast_batch, clear_memo
     from .ops.sources import placeholder
 
     batches = [_batched_tangent(x, k, t) for k, (x, t) in enumerate(zip(xs, tangents))]
@@ -275,7 +275,7 @@ def _batched_jvp(ys: list, xs: list, tangents: list, policy, name: Optional[str]
                             (r[0] if r[1] else broadcast_batch(r[0], k)), policy, k)
                     for j, (y, r) in enumerate(zip(ys, out))]
         finally:
-            _BROADCASTS.clear()
+            clear_memo()
 
 
 def _finish(y: Tensor, k: int, tangent: Optional[Tensor], policy,
