@@ -169,8 +169,8 @@ class SparseFunction:
     def __reduce__(self) -> tuple:
         return SparseFunction, (self.inner, self.wrap)
 
-    def explain(self) -> str:
-        lines = [self.inner.explain(), "sparse outputs (CSR, pattern fixed at compile time):"]
+    def explain(self, passes: bool = False) -> str:
+        lines = [self.inner.explain(passes), "sparse outputs (CSR, pattern fixed at compile time):"]
         lines += [f"  {s.describe()}" for s in self.sparse]
         return "\n".join(lines)
 
