@@ -65,7 +65,8 @@ def fold_pass(ctx: Context) -> str:
 def plan_pass(ctx: Context) -> str:   # cuda runs getitem_grad as steps
     ctx.plan = build_plan(ctx.graph, scatter=ctx.spec.scatter)
     steps = sum(isinstance(u, Step) for u in ctx.plan.units)
-    return (f"{len(ctx.plan.kernels)} kernels, {steps} steps"
+    kernels = len(ctx.plan.kernels)
+    return (f"{kernels} kernel{'s' * (kernels != 1)}, {steps} step{'s' * (steps != 1)}"
             + ("" if ctx.spec.scatter else "; getitem_grad as steps (no scatter kernels)"))
 
 
@@ -97,7 +98,8 @@ def module_pass(ctx: Context) -> str:
 
     ctx.module, ctx.source, ctx.built = cache.load_or_build(ctx.key, build)
     lines = ctx.source.count("\n") + 1
-    return f"built and cached ({lines} lines)" if ctx.built else f"cache hit ({lines} lines)"
+    return (f"generated: lowered and printed ({lines} lines)" if ctx.built else
+            f"verified cache hit ({lines} lines)")
 
 
 def bind_pass(ctx: Context) -> str:
@@ -118,8 +120,8 @@ def numba_pass(ctx: Context) -> str:
     runs = compile_module(ctx.module, ctx.inputs,
                           PARALLEL_THRESHOLD if ctx.spec.threads else 0,
                           "ENTRIES_" in ctx.module.__dict__)
-    how = "compiled" if ctx.built else "loaded from numba's cache (or compiled)"
-    return f"{how} by {runs} dry run{'s' * (runs != 1)} of the driver"
+    how = "compiled" if ctx.built else "loaded from numba's cache"
+    return f"{how} for the signatures of {runs} dry run{'s' * (runs != 1)} of the driver"
 
 
 def device_module_pass(ctx: Context) -> str:
