@@ -88,3 +88,14 @@ def test_output_modes_are_one_enum(graph, libm_function):
     assert sg.evaluate([y, None], {x: a})[1] is None
     assert OutputMode.of(True) is OutputMode.SINGLE and OutputMode.SINGLE.pack([3]) == 3
     assert OutputMode.LIST.given([y]) == [y] and OutputMode.SINGLE.given([y]) is y
+
+
+def test_cuda_runs_the_device_pipeline():
+    from symgrad.compile import cuda_runtime
+    if not (cuda_runtime.SIMULATOR or cuda_runtime.cuda.is_available()):
+        pytest.skip("no CUDA device or simulator")
+    x = sg.placeholder("x", shape=(4,))
+    f = sg.function([x], sg.sin(x) * 2.0, target="cuda")
+    assert [r.name for r in f.passes] == ORDER[:4] + ["device module"]
+    assert f.output_mode is OutputMode.SINGLE and f.math == "libm"
+    np.testing.assert_allclose(f(np.arange(4.0)), 2 * np.sin(np.arange(4.0)))
