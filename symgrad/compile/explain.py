@@ -243,7 +243,7 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
         lines.append("loop nests:")
         lines += [f"  {r}" for r in rejections]
         lines += _nest_lines(nests)
-    masks = _flat_mask_lines(plan) if not get_target(target).device else []
+    masks = [] if get_target(target).device else _flat_mask_lines(plan)   # host loop templates
     if masks:
         lines.append("constant masks read as index predicates:")
         lines += masks
