@@ -16,18 +16,7 @@ from .errors import FeedError, ShapeError, SymgradError
 from .feeds import check_feed
 from .graph.tensor import Tensor
 from .graph.traversal import placeholders_of, topological_order
-
-
-def output_list(outputs: Any, api: str) -> tuple:
-    """(list of Tensors or None, whether a single Tensor was given) for ``api``'s outputs."""
-    if isinstance(outputs, Tensor) or outputs is None:
-        return [outputs], True
-    outputs = list(outputs)
-    for k, o in enumerate(outputs):
-        if o is not None and not isinstance(o, Tensor):
-            raise TypeError(f"{api}: outputs[{k}] must be a Tensor or None, got "
-                            f"{type(o).__name__}")
-    return outputs, False
+from .outputs import output_list  # noqa: F401  (sg.evaluate's outputs; was defined here)
 
 
 def _feed_values(placeholders: list, feed_dict: Any) -> dict:
@@ -73,7 +62,7 @@ def evaluate(outputs: Any, feed_dict: Mapping | None = None) -> Any:
     outputs, wrap_sparse = split_sparse(outputs)
     if wrap_sparse is not None:
         return wrap_sparse(evaluate(outputs, feed_dict))
-    outputs, single = output_list(outputs, "sg.evaluate")
+    outputs, mode = output_list(outputs, "sg.evaluate")
     order = topological_order([o for o in outputs if o is not None])
     values = _feed_values(placeholders_of(order), {} if feed_dict is None else feed_dict)
     last_use = _last_uses(order, outputs)
@@ -88,7 +77,7 @@ def evaluate(outputs: Any, feed_dict: Mapping | None = None) -> Any:
         for dead in last_use.get(step, ()):        # free what no later node reads
             values.pop(dead, None)
     out = [None if o is None else results[id(o)] for o in outputs]
-    return out[0] if single else out
+    return mode.pack(out)
 
 
 def _last_uses(order: list, outputs: list) -> dict:

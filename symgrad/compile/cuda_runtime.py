@@ -54,6 +54,7 @@ ensure_numpy_names()         # before numba.cuda: numba-cuda 0.30.x needs numpy.
 from numba import config, cuda, float32, float64  # noqa: E402 - after the shim above
 from numba.core.errors import NumbaError
 
+from ..outputs import OutputMode
 from ..shapes import is_fully_known
 from . import cache
 from .runtime import CompiledFunction, Fallback, bind_runtime
@@ -523,7 +524,7 @@ def _reduced_shape(o, sh: tuple) -> tuple:
     return tuple(sh[a] for a in range(rank) if a not in o.axes)
 
 
-def compile_cuda(inputs: list, outputs: list, plan, key: str, single: bool):
+def compile_cuda(inputs: list, outputs: list, plan, key: str, mode: OutputMode):
     """The CompiledFunction of ``sg.function(..., target="cuda")`` for a built plan."""
     key = hashlib.sha256(f"{key}\n{CUDA_CODEGEN_VERSION}".encode()).hexdigest()
 
@@ -532,9 +533,9 @@ def compile_cuda(inputs: list, outputs: list, plan, key: str, single: bool):
 
     module, source, _ = cache.load_or_build(key, build)
     bind_runtime(module, plan, inputs)
-    driver = CudaDriver(module, plan, single)
+    driver = CudaDriver(module, plan, mode.single)
     module.run = driver.run
     cls = type("CompiledFunction", (CompiledFunction,), {"__call__": staticmethod(driver.run)})
-    f = cls(inputs, outputs, "cuda", plan, module, source, key, single)
+    f = cls(inputs, outputs, "cuda", plan, module, source, key, mode)
     driver.reference, driver.compile_error = f._reference, f._compile_error
     return f

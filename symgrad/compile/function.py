@@ -11,28 +11,28 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Optional
 
-from ..evaluate import output_list
 from ..graph.tensor import Tensor
 from ..graph.traversal import placeholders_of, topological_order
+from ..outputs import output_list
 from . import cache
+from .cache_key import CODEGEN_VERSION, compile_key
 from .driver import PARALLEL_THRESHOLD, ModuleWriter
 from .eager import compile_module
 from .fold import fold_graph
 from .lower import lower_kernel
-from .nest import nest_plan
+from .nest import Nest, nest_plan
 from .oprules import PLACEHOLDER
+from .passes import Context, Pass, run_passes
 from .printer import MATH_MODES
 from .progress import Phases, progress_stream
-from .regions import build_plan
+from .regions import Step, build_plan
 from .runtime import CompiledFunction, Fallback, bind_runtime, iteration_shape
 from .targets import NAMES as TARGETS, get as get_target
 
-__all__ = ["function", "CompiledFunction", "Fallback", "bind_runtime", "iteration_shape"]
-
-CODEGEN_VERSION = "2"
+__all__ = ["function", "CompiledFunction", "Fallback", "bind_runtime", "iteration_shape",
+           "CODEGEN_VERSION", "PIPELINE", "DEVICE_PIPELINE"]
 
 
 def _as_inputs(inputs: Any, outputs: list) -> list:
@@ -52,6 +52,98 @@ def _as_inputs(inputs: Any, outputs: list) -> list:
                              f"which is not among inputs ({', '.join(names) or 'none'}); "
                              "add it to inputs")
     return inputs
+
+
+# The pipeline: each pass takes the compile's Context, sets what it computes and returns
+# what it decided (listed by ``f.explain(passes=True)``, docs/compiler.md).
+
+def fold_pass(ctx: Context) -> str:
+    ctx.graph = fold_graph(ctx.outputs, ctx.inputs)
+    return f"{len(ctx.graph.order)} nodes after folding"
+
+
+def plan_pass(ctx: Context) -> str:   # cuda runs getitem_grad as steps
+    ctx.plan = build_plan(ctx.graph, scatter=ctx.spec.scatter)
+    steps = sum(isinstance(u, Step) for u in ctx.plan.units)
+    kernels = len(ctx.plan.kernels)
+    return (f"{kernels} kernel{'s' * (kernels != 1)}, {steps} step{'s' * (steps != 1)}"
+            + ("" if ctx.spec.scatter else "; getitem_grad as steps (no scatter kernels)"))
+
+
+def nests_pass(ctx: Context) -> str:
+    if not ctx.spec.nests:
+        return f"none: target {ctx.spec.name!r} has no loop nests"
+    ctx.plan = nest_plan(ctx.plan)
+    nests = [u for u in ctx.plan.units if isinstance(u, Nest)]
+    return f"{len(nests)} loop nest{'s' * (len(nests) != 1)}" + \
+        (f" over kernels {', '.join(str(k.index) for n in nests for k in n.kernels)}"
+         if nests else "")
+
+
+def key_pass(ctx: Context) -> str:
+    ctx.key = compile_key(ctx.graph, ctx.spec.name, ctx.mode, ctx.math)
+    return f"{ctx.key[:16]} (graph, target {ctx.spec.name!r}, {ctx.mode.value} output, " \
+        f"math {ctx.math!r}, versions)"
+
+
+def module_pass(ctx: Context) -> str:
+    """The generated module: the verified cached one, else lowered, printed and written."""
+    def build() -> str:
+        with ctx.phases.phase("lower and cse"):
+            lowered = [lower_kernel(k) for k in ctx.plan.kernels]
+        with ctx.phases.phase("print"):
+            writer = ModuleWriter(ctx.plan, lowered, ctx.spec.name, ctx.key, ctx.math)
+            writer.single = ctx.mode.single
+            return writer.source()
+
+    ctx.module, ctx.source, ctx.built = cache.load_or_build(ctx.key, build)
+    lines = ctx.source.count("\n") + 1
+    return (f"generated: lowered and printed ({lines} lines)" if ctx.built else
+            f"verified cache hit ({lines} lines)")
+
+
+def bind_pass(ctx: Context) -> str:
+    """The runtime names bound into the module, and the CompiledFunction around it."""
+    module = ctx.module
+    bind_runtime(module, ctx.plan, ctx.inputs)
+    # A class per function whose __call__ is the generated driver itself: no extra frame.
+    cls = type("CompiledFunction", (CompiledFunction,), {"__call__": staticmethod(module.run)})
+    f = cls(ctx.inputs, ctx.outputs, ctx.spec.name, ctx.plan, module, ctx.source, ctx.key,
+            ctx.mode)
+    module.__dict__.update(reference_=f._reference, compile_error_=f._compile_error)
+    f.cache_hit = not ctx.built
+    ctx.function = f
+    return f"runtime bound; calls run {module.__name__}.run"
+
+
+def numba_pass(ctx: Context) -> str:
+    runs = compile_module(ctx.module, ctx.inputs,
+                          PARALLEL_THRESHOLD if ctx.spec.threads else 0,
+                          "ENTRIES_" in ctx.module.__dict__)
+    how = "compiled" if ctx.built else "loaded from numba's cache"
+    return f"{how} for the signatures of {runs} dry run{'s' * (runs != 1)} of the driver"
+
+
+def device_module_pass(ctx: Context) -> str:
+    """A device target builds, caches and binds its module itself (numba.cuda is imported
+    only there, compile/targets/cuda.py)."""
+    ctx.function = ctx.spec.compile(ctx.inputs, ctx.outputs, ctx.plan, ctx.key, ctx.mode)
+    return f"{ctx.spec.kernels_run}; module key {ctx.function.key[:16]}"
+
+
+FRONT = [Pass("fold", fold_pass), Pass("plan", plan_pass), Pass("nests", nests_pass),
+         Pass("key", key_pass, phase=None)]
+PIPELINE = FRONT + [
+    Pass("module", module_pass, phase="module (cache or build)"),
+    Pass("bind", bind_pass, phase=None),
+    Pass("numba compile", numba_pass,
+         phase=lambda ctx: "numba compile" if ctx.built else "numba load"),
+]
+"""The cpu targets' passes, in order."""
+DEVICE_PIPELINE = FRONT + [
+    Pass("device module", device_module_pass, phase=lambda ctx: f"{ctx.spec.name} module"),
+]
+"""The device (cuda) target's passes, in order."""
 
 
 def function(inputs: Any, outputs: Any, target: str = "cpu",
@@ -74,44 +166,13 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
     sparse = sparse_function(function, inputs, outputs, target=target, math=math)
     if sparse is not None:
         return sparse
-    outputs, single = output_list(outputs, "sg.function")
+    outputs, mode = output_list(outputs, "sg.function")
     inputs = _as_inputs(inputs, outputs)
     phases = Phases(f"f({', '.join(p.name for p in inputs)}) target={target!r}",
                     **progress_stream(progress))
-    with phases.phase("fold"):
-        graph = fold_graph(outputs, inputs)
-    with phases.phase("plan"):   # cuda runs getitem_grad as steps and has no loop nests
-        plan = build_plan(graph, scatter=spec.scatter)
-        if spec.nests:
-            plan = nest_plan(plan)
-    text = "\n".join([graph.canonical(), target, str(single), math, cache.versions(),
-                      CODEGEN_VERSION])
-    key = hashlib.sha256(text.encode()).hexdigest()
-    if spec.device:   # numba.cuda is imported only here (compile/targets/cuda.py)
-        with phases.phase(f"{spec.name} module"):
-            f = spec.compile(inputs, outputs, plan, key, single)
-        f.math, f.compiler = math, function
-        phases.done()
-        return f
-
-    def build() -> str:
-        with phases.phase("lower and cse"):
-            lowered = [lower_kernel(k) for k in plan.kernels]
-        with phases.phase("print"):
-            writer = ModuleWriter(plan, lowered, target, key, math)
-            writer.single = single
-            return writer.source()
-
-    with phases.phase("module (cache or build)"):
-        module, source, built = cache.load_or_build(key, build)
-    bind_runtime(module, plan, inputs)
-    # A class per function whose __call__ is the generated driver itself: no extra frame.
-    cls = type("CompiledFunction", (CompiledFunction,), {"__call__": staticmethod(module.run)})
-    f = cls(inputs, outputs, target, plan, module, source, key, single)
-    module.__dict__.update(reference_=f._reference, compile_error_=f._compile_error)
-    f.cache_hit, f.math, f.compiler = not built, math, function
-    with phases.phase("numba compile" if built else "numba load"):
-        compile_module(module, inputs, PARALLEL_THRESHOLD if spec.threads else 0,
-                       "ENTRIES_" in module.__dict__)
+    ctx = Context(inputs, outputs, mode, spec, math, phases)
+    run_passes(ctx, DEVICE_PIPELINE if spec.device else PIPELINE)
+    f = ctx.function
+    f.math, f.compiler, f.passes = math, function, ctx.records
     phases.done()
     return f

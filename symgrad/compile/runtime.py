@@ -17,6 +17,7 @@ from ..errors import (ArgumentError, CompileError, FallbackWarning, FeedError, S
 from ..evaluate import evaluate, run_node
 from ..feeds import bind_keywords, check_feed, function_label
 from ..graph.tensor import Tensor
+from ..outputs import OutputMode
 from ..shapes import format_shape
 from .explain import explain
 from .regions import Kernel, Plan, Step
@@ -33,7 +34,8 @@ class CompiledFunction:
     """A compiled graph: ``f(*arrays)``; ``f.source``, ``f.sympy``, ``f.plan``,
     ``f.explain()``."""
 
-    def __init__(self, inputs, outputs, target, plan, module, source, key, single):
+    def __init__(self, inputs, outputs, target, plan, module, source, key,
+                 mode: OutputMode):
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.target = target
@@ -41,11 +43,12 @@ class CompiledFunction:
         self.module = module
         self.source = source
         self.key = key
-        self._single = single
+        self.output_mode = mode if isinstance(mode, OutputMode) else OutputMode.of(mode)
         self._run = module.run
         self._sympy = None
         self.math = "fast"        # set by sg.function: the math mode compiled
         self.compiler = None      # set by sg.function: itself, to compile variants
+        self.passes: list = []    # set by sg.function: its PassRecords (compile/passes.py)
         self.label = function_label(self.inputs, self.outputs)
         module.__dict__["label_"] = self.label     # how the driver's errors name this function
 
@@ -75,7 +78,7 @@ class CompiledFunction:
         if fixed not in variants:
             inputs, outputs = with_fixed_axes(self.inputs, self.outputs, fixed)
             # sg.function itself, set by function.py (which builds on this module)
-            variants[fixed] = self.compiler(inputs, outputs[0] if self._single else outputs,
+            variants[fixed] = self.compiler(inputs, self.output_mode.given(outputs),
                                             target=self.target, math=self.math)
             variants[fixed].label = self.label
             variants[fixed].module.__dict__["label_"] = self.label
@@ -83,7 +86,7 @@ class CompiledFunction:
 
     def _evaluate(self, arrays: list, why: str):
         """The numpy reference interpreter, its errors named after this function."""
-        outputs = self.outputs[0] if self._single else self.outputs
+        outputs = self.output_mode.given(self.outputs)
         try:
             result = evaluate(outputs, dict(zip(self.inputs, arrays)))
         except SymgradError as exc:
@@ -118,12 +121,22 @@ class CompiledFunction:
                     self._sympy[o.name] = "no formula: " + str(exc).removeprefix("sg.to_sympy: ")
         return self._sympy
 
-    def explain(self) -> str:
+    @property
+    def _single(self) -> bool:
+        """Whether one output was given (``output_mode`` is ``OutputMode.SINGLE``)."""
+        return self.output_mode.single
+
+    def explain(self, passes: bool = False) -> str:
         """A readable report of the plan: each kernel or step with its ops, loop shape,
         reads and writes; every temporary with its bytes; the rule behind each fusion
-        boundary (see ``compile/explain.py`` and docs/compiler.md)."""
-        return explain(self.plan, self.target, self.inputs,
+        boundary (see ``compile/explain.py`` and docs/compiler.md). ``passes=True`` adds
+        the compile's passes in order, with their seconds and what each decided."""
+        text = explain(self.plan, self.target, self.inputs,
                        getattr(self.module, "REUSED", None))
+        if passes:
+            from .passes import pass_lines
+            text += "\n" + "\n".join(pass_lines(self.passes))
+        return text
 
     def _repr_pretty_(self, printer, cycle: bool) -> None:
         printer.text(repr(self) if cycle else repr(self) + "\n" + self.explain())

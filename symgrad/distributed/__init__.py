@@ -50,26 +50,12 @@ def call_dask(f: Any, args: tuple) -> Any:
     f._dask_plan = plan
     context = f"f({', '.join(p.name for p in f.inputs)})"
     results = Runner(plan, arrays, rows, context).outputs()
-    return results[0] if f._single else results
+    return f.output_mode.pack(results)
 
 
 def math_of(f: Any) -> str:
-    """The math mode ``f`` was compiled with (its own attribute, else found by its key)."""
-    math = getattr(f, "math", None)
-    if math:
-        return math
-    import hashlib
-
-    from ..compile import cache
-    from ..compile.fold import fold_graph
-    from ..compile.function import CODEGEN_VERSION
-    graph = fold_graph(f.outputs, f.inputs)
-    for mode in ("fast", "libm"):
-        text = "\n".join([graph.canonical(), f.target, str(f._single), mode, cache.versions(),
-                          CODEGEN_VERSION])
-        if hashlib.sha256(text.encode()).hexdigest() == f.key:
-            return mode
-    return "fast"
+    """The math mode ``f`` was compiled with: ``sg.function`` sets it on every function."""
+    return f.math
 
 
 from ..compile.runtime import DISTRIBUTED  # noqa: E402

@@ -25,10 +25,10 @@ import numpy as np
 
 from ..graph.tensor import Tensor
 from ..graph.traversal import topological_order
+from ..outputs import OutputMode
 
 _REGISTRY: dict = {}            # cache key -> CompiledFunction (this process)
 _GUARD = threading.Lock()
-MATHS = ("fast", "libm")
 
 
 def register(f: Any) -> None:
@@ -41,8 +41,7 @@ def reduce_function(f: Any) -> tuple:
     register(f)
     payload = getattr(f, "_pickle_payload", None)
     if payload is None:
-        payload = graph_payload(f.inputs, f.outputs, f._single, f.target,
-                                getattr(f, "math", None))
+        payload = graph_payload(f.inputs, f.outputs, f.output_mode, f.target, f.math)
         f._pickle_payload = payload
     return rebuild, (f.key, payload)
 
@@ -55,14 +54,15 @@ def rebuild(key: str, payload: bytes) -> Any:
     with _GUARD:
         f = _REGISTRY.get(key)
         if f is None:
-            f = _compile(key, payload)
+            f = _compile(payload)
             _REGISTRY[key] = f
     return f
 
 
-def graph_payload(inputs: list, outputs: list, single: bool, target: str,
-                  math: Any) -> bytes:
-    """The graph of ``outputs`` over ``inputs`` as bytes (ops by registry name)."""
+def graph_payload(inputs: list, outputs: list, mode: OutputMode, target: str,
+                  math: str) -> bytes:
+    """The graph of ``outputs`` over ``inputs`` as bytes (ops by registry name), with
+    what ``sg.function`` was given: the output mode, target and math mode."""
     order = topological_order([o for o in outputs if o is not None] + list(inputs))
     index = {id(t): k for k, t in enumerate(order)}
     records = [(t.op.name, [index[id(i)] for i in t.inputs], t.attrs, t.shape, t.dtype.str,
@@ -70,7 +70,7 @@ def graph_payload(inputs: list, outputs: list, single: bool, target: str,
     return pickle.dumps({
         "nodes": records, "inputs": [index[id(p)] for p in inputs],
         "outputs": [None if o is None else index[id(o)] for o in outputs],
-        "single": single, "target": target, "math": math,
+        "mode": mode.value, "target": target, "math": math,
     }, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -88,16 +88,10 @@ def graph_from_payload(payload: bytes) -> dict:
     return data
 
 
-def _compile(key: str, payload: bytes) -> Any:
+def _compile(payload: bytes) -> Any:
     from ..compile.function import function
 
     data = graph_from_payload(payload)
-    outputs = data["outputs"][0] if data["single"] else data["outputs"]
-    maths = [data["math"]] if data["math"] else list(MATHS)
-    first = None
-    for math in maths:              # the math mode is part of the key: find the one used
-        f = function(data["inputs"], outputs, data["target"], math)
-        if f.key == key:
-            return f
-        first = first or f
-    return first                    # another symgrad or numba version: the default mode
+    outputs = OutputMode(data["mode"]).given(data["outputs"])
+    # the key differs only under another symgrad, numba or numpy version: same function
+    return function(data["inputs"], outputs, data["target"], data["math"])

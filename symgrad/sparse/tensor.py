@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ..graph.tensor import Tensor
+from ..outputs import OutputMode
 
 
 class CsrLayout:
@@ -128,28 +129,28 @@ def split_sparse(outputs: Any) -> tuple:
     """(outputs with each SparseTensor replaced by its values tensor, a function that
     wraps the results back), or (outputs, None) when there is no SparseTensor."""
     if isinstance(outputs, SparseTensor):
-        return outputs.values, Wrap({None: outputs.layout})
+        return outputs.values, Wrap({0: outputs.layout}, OutputMode.SINGLE)
     if isinstance(outputs, (Tensor, type(None))) or not isinstance(outputs, (list, tuple)):
         return outputs, None
     sparse = {k: o for k, o in enumerate(outputs) if isinstance(o, SparseTensor)}
     if not sparse:
         return outputs, None
     plain = [o.values if k in sparse else o for k, o in enumerate(outputs)]
-    return plain, Wrap({k: o.layout for k, o in sparse.items()})
+    return plain, Wrap({k: o.layout for k, o in sparse.items()}, OutputMode.LIST)
 
 
 class Wrap:
     """Results -> results with the sparse ones as ``csr_array``s: ``layouts`` maps an
-    output position (None: the single output) to its ``CsrLayout``. Picklable."""
+    output position to its ``CsrLayout``; ``mode``: how the outputs were given. Picklable."""
 
-    def __init__(self, layouts: dict):
-        self.layouts = layouts
+    def __init__(self, layouts: dict, mode: OutputMode):
+        self.layouts, self.mode = layouts, mode
 
     def __call__(self, results: Any) -> Any:
         layouts = self.layouts
-        if None in layouts:
-            return layouts[None].to_scipy(results)
-        return [layouts[k].to_scipy(r) if k in layouts else r for k, r in enumerate(results)]
+        results = [results] if self.mode.single else results
+        return self.mode.pack([layouts[k].to_scipy(r) if k in layouts else r
+                               for k, r in enumerate(results)])
 
 
 class SparseFunction:
@@ -169,8 +170,8 @@ class SparseFunction:
     def __reduce__(self) -> tuple:
         return SparseFunction, (self.inner, self.wrap)
 
-    def explain(self) -> str:
-        lines = [self.inner.explain(), "sparse outputs (CSR, pattern fixed at compile time):"]
+    def explain(self, passes: bool = False) -> str:
+        lines = [self.inner.explain(passes), "sparse outputs (CSR, pattern fixed at compile time):"]
         lines += [f"  {s.describe()}" for s in self.sparse]
         return "\n".join(lines)
 

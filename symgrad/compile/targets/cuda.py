@@ -24,9 +24,9 @@ class CudaTarget(Target):
             return "device, library call: cuBLAS via CuPy"
         return "device step: CuPy"
 
-    def compile(self, inputs: list, outputs: list, plan, key: str, single: bool):
+    def compile(self, inputs: list, outputs: list, plan, key: str, mode):
         from ..cuda_runtime import compile_cuda
-        return compile_cuda(inputs, outputs, plan, key, single)
+        return compile_cuda(inputs, outputs, plan, key, mode)
 
 
 CUDA = CudaTarget("cuda", nests=True, scatter=False, device=True, fixed_math="libm",
