@@ -120,11 +120,6 @@ def unsigned(index: str) -> str:
     return "[" + ", ".join(items) + "]"
 
 
-def _at(index: str, names: list) -> str:
-    """An input subscript written for ``i0, i1, ..`` rewritten for ``names``."""
-    return unsigned(re.sub(r"\bi(\d+)\b", lambda m: names[int(m.group(1))], index))
-
-
 def gather_accesses(outs: list) -> list:
     """The scatter template's accesses as the gather loop writes them: scatters become
     'gather' (the buffer is written once per element, allocated empty) and partial sums
@@ -156,8 +151,19 @@ class _Writer:
         values = [f"e{j}" for j in range(len(self.lk.sources))]
         target = ", ".join(values + (["ok"] if self.checked else [])) + \
             ("," if len(values) == 1 and not self.checked else "")
-        args = ", ".join(f"x{k}{_at(a.index, js)}" for k, a in enumerate(self.ins))
-        self.emit(f"{target} = {self.point}({args})", depth)
+        unsigned_of: dict = {}   # each index converts once per call (numba types each call)
+        reads = []
+        for k, a in enumerate(self.ins):
+            index = re.sub(r"\bi(\d+)\b", lambda m: js[int(m.group(1))], a.index)
+            if index in ("[()]", "()"):
+                reads.append(f"x{k}{index}")
+                continue
+            items = [i if i.isdigit() else unsigned_of.setdefault(i, f"u{len(unsigned_of)}")
+                     for i in _items(index[1:-1])]
+            reads.append(f"x{k}[{', '.join(items)}]")
+        for item, name in unsigned_of.items():
+            self.emit(f"{name} = np.uint64({item})", depth)
+        self.emit(f"{target} = {self.point}({', '.join(reads)})", depth)
         if self.checked:
             self.emit("nbad += 0 if ok else 1", depth)
 
