@@ -27,7 +27,8 @@ def test_first_call_compiles_nothing(target):
     inputs, outputs = loss_and_grads((None,))
     f = sg.function(inputs, outputs, target=target)
     before = signatures(f.module)
-    assert before and all(n >= 1 for name, n in before.items() if "_point" not in name)
+    assert before and all(n >= 1 for name, n in before.items()
+                          if "_point" not in name and "_libm" not in name)
     small, large = np.linspace(-1, 1, 7), np.linspace(-1, 1, 40_000)   # serial, parallel
     for n in (small, large):
         assert compiles_during(lambda: f(n, n[::-1].copy())) == 0
@@ -36,6 +37,21 @@ def test_first_call_compiles_nothing(target):
     want = sg.evaluate(outputs, {inputs[0]: large, inputs[1]: large[::-1].copy()})
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
+
+
+def test_libm_twins_compile_at_first_use():
+    """sin/cos arguments >= 2**30 rerun a kernel with libm: that twin is not compiled by
+    sg.function (it rarely runs) but at its first use, with the right result."""
+    x = sg.placeholder("x", shape=(4,))
+    y = sg.sin(x) * 2.0 + 1.0
+    f = sg.function([x], y)
+    twins = {n: k for n, k in signatures(f.module).items() if n.endswith("_libm")}
+    assert twins and not any(twins.values())
+    small, big = np.linspace(0.0, 1.0, 4), np.array([1.0, 3e9, 1e300, 2.0])
+    assert compiles_during(lambda: f(small)) == 0
+    assert compiles_during(lambda: f(big)) >= 1
+    np.testing.assert_allclose(f(big), np.sin(big) * 2.0 + 1.0, rtol=1e-12)
+    assert compiles_during(lambda: f(big)) == 0
 
 
 def test_views_and_steps_compile_eagerly():
@@ -67,7 +83,7 @@ def test_scalar_fast_path_compiled_and_cache_hit_loads_only():
     counted = [e for _, e in recorded.buffer if e.is_start]
     assert g.cache_hit and g.module is not f.module and counted == []
     assert all(len(d.signatures) for name, d in dispatchers(g.module).items()
-               if "_point" not in name)
+               if "_point" not in name and "_libm" not in name)
     for p, q in zip(f(0.5, 1.5), g(0.5, 1.5)):
         assert p == q
 

@@ -6,9 +6,11 @@ arguments (zeros of each placeholder's dtype and rank, unknown lengths 3) in a c
 module's namespace where each numba function is replaced by a recorder that compiles the
 argument types it receives and returns without running the loop. Both branches of a
 size-dependent choice between a serial and a parallel loop are taken (one dry run each),
-every ``_libm`` variant is compiled with the signatures of its fast twin, and an
-all-scalar function also runs its Python-float fast path. A dry run that fails (a step that
-cannot run on dummy data) leaves the remaining functions to compile at their first call.
+and an all-scalar function also runs its Python-float fast path. A dry run that fails (a
+step that cannot run on dummy data) leaves the remaining functions to compile at their first
+call. The ``_libm`` twins of loops that check sin/cos ranges are not compiled here: they run
+only when a sin/cos argument is >= 2**30 (or not finite), and compile at that first use
+(about a quarter of a cold compile saved; such a call is then the one that compiles).
 
 >>> import numpy as np, symgrad as sg
 >>> x = sg.placeholder("x", shape=(None,))
@@ -33,7 +35,6 @@ import numpy as np
 logger = logging.getLogger("symgrad")
 
 UNKNOWN_LENGTH = 3   # a length >= 3: strided views keep their general layout
-LIBM = "_libm"
 _PATCH_LOCK = threading.RLock()   # one compile_module patches numba's typing at a time
 
 
@@ -142,11 +143,6 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
             namespace["PARALLEL_AT_"] = threshold
             if _dry_run(run, dummy_arguments(inputs, scalars)):
                 done += 1
-        for name, dispatcher in found.items():
-            twin = found.get(name[:-len(LIBM)]) if name.endswith(LIBM) else None
-            if twin is not None:
-                for signature in list(twin.signatures):
-                    _dry_run(dispatcher.compile, [signature])
     _bind_entries(module, found, entries)
     return done
 

@@ -120,11 +120,6 @@ def unsigned(index: str) -> str:
     return "[" + ", ".join(items) + "]"
 
 
-def _at(index: str, names: list) -> str:
-    """An input subscript written for ``i0, i1, ..`` rewritten for ``names``."""
-    return unsigned(re.sub(r"\bi(\d+)\b", lambda m: names[int(m.group(1))], index))
-
-
 def gather_accesses(outs: list) -> list:
     """The scatter template's accesses as the gather loop writes them: scatters become
     'gather' (the buffer is written once per element, allocated empty) and partial sums
@@ -156,8 +151,19 @@ class _Writer:
         values = [f"e{j}" for j in range(len(self.lk.sources))]
         target = ", ".join(values + (["ok"] if self.checked else [])) + \
             ("," if len(values) == 1 and not self.checked else "")
-        args = ", ".join(f"x{k}{_at(a.index, js)}" for k, a in enumerate(self.ins))
-        self.emit(f"{target} = {self.point}({args})", depth)
+        unsigned_of: dict = {}   # each index converts once per call (numba types each call)
+        reads = []
+        for k, a in enumerate(self.ins):
+            index = re.sub(r"\bi(\d+)\b", lambda m: js[int(m.group(1))], a.index)
+            if index in ("[()]", "()"):
+                reads.append(f"x{k}{index}")
+                continue
+            items = [i if i.isdigit() else unsigned_of.setdefault(i, f"u{len(unsigned_of)}")
+                     for i in _items(index[1:-1])]
+            reads.append(f"x{k}[{', '.join(items)}]")
+        for item, name in unsigned_of.items():
+            self.emit(f"{name} = np.uint64({item})", depth)
+        self.emit(f"{target} = {self.point}({', '.join(reads)})", depth)
         if self.checked:
             self.emit("nbad += 0 if ok else 1", depth)
 
@@ -208,21 +214,26 @@ class _Writer:
             self.emit(f"hi{a} = max(lo{a}, {hi})", 1)
 
     def innermost(self, depth: int, b: str, e: str) -> None:
+        """The last axis: one guarded copy of the body for both edges (a loop over the two
+        edge segments; the whole row where an outer axis is outside its interior), one
+        unguarded copy for the interior (it vectorises). Each copy of the body is typed,
+        lowered and optimised by numba: two copies instead of four halve the compile."""
         a = self.rank - 1
-        inside = f"in{a - 1}" if a else "True"
-        if a:
+        inside = f"in{a - 1}" if a else ""
+        p, q = f"min({e}, lo{a})", f"max({b}, hi{a})"
+        if inside:
+            p, q = f"{p} if {inside} else {e}", f"{q} if {inside} else {e}"
+        self.emit(f"p{a} = {p}", depth)
+        self.emit(f"q{a} = {q}", depth)
+        self.emit(f"for edge{a} in range(2):   # the edges: [{b}, p{a}) and [q{a}, {e})", depth)
+        self.emit(f"for i{a} in range({b} if edge{a} == 0 else q{a}, "
+                  f"p{a} if edge{a} == 0 else {e}):", depth + 1)
+        self.body(True, depth + 2)
+        if inside:
             self.emit(f"if {inside}:", depth)
             depth += 1
-        self.emit(f"for i{a} in range({b}, min({e}, lo{a})):", depth)
-        self.body(True, depth + 1)
         self.emit(f"for i{a} in range(max({b}, lo{a}), min({e}, hi{a})):", depth)
         self.body(False, depth + 1)
-        self.emit(f"for i{a} in range(max({b}, hi{a}), {e}):", depth)
-        self.body(True, depth + 1)
-        if a:
-            self.emit("else:", depth - 1)
-            self.emit(f"for i{a} in range({b}, {e}):", depth)
-            self.body(True, depth + 1)
 
     def loops(self) -> None:
         depth = 1
