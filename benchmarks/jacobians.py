@@ -239,7 +239,8 @@ def chart(rows: list, path: str) -> Optional[str]:
 
 def main(argv: Optional[list] = None, cases: Optional[list] = None,
          json_path: str = os.path.join(ROOT, "benchmarks", "results", "jacobians.json"),
-         chart_path: Optional[str] = None) -> list:
+         chart_path: Optional[str] = os.path.join(ROOT, "benchmarks", "results",
+                                                  "jacobians.png")) -> list:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", default=None, help="comma-separated sizes (dense cases)")
     parser.add_argument("--rows", default="", help="sizes for the per-row reference rows")
