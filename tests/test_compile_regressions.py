@@ -207,3 +207,15 @@ def test_number_as_bool_is_nonzero(name, target):
     args = [np.array([0., 0.5, -2., 0., np.nan]), np.array([1., 0., 3., -1., 2.])]
     f = agree([x, y], [out], args, target)
     assert f(*args)[0].dtype == sg.evaluate([out], dict(zip([x, y], args)))[0].dtype
+
+
+def test_bool_operand_used_as_a_number_in_a_gradient():
+    """logaddexp(bool, float): the gradient's expression negates the bool as a number
+    (sg.evaluate failed in numpy with "boolean negative"); evaluate and cpu agree."""
+    b = sg.placeholder("b", shape=(3,), dtype="bool")
+    x = sg.placeholder("x", shape=(3,))
+    (g,) = sg.gradients(sg.reduce_sum(sg.logaddexp(b, x)), [x])
+    bv, xv = np.array([True, False, True]), np.array([1.0, 0.5, -2.0])
+    expected = 1.0 / (1.0 + np.exp(bv - xv))
+    np.testing.assert_allclose(sg.evaluate(g, {b: bv, x: xv}), expected, rtol=1e-14)
+    np.testing.assert_allclose(sg.function([b, x], g)(bv, xv), expected, rtol=1e-14)

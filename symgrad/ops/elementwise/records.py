@@ -22,7 +22,7 @@ from ...dtypes import as_dtype, is_floating
 from ..functions import F
 from ..opdef import OpDef, elementwise, structural
 from ..registry import apply
-from ..symbols import NUMPY_FUNCTIONS, numpy_callable
+from ..symbols import NUMPY_FUNCTIONS, input_symbol, numpy_callable
 from . import scalar as tf
 from . import special as tf2
 
@@ -141,9 +141,29 @@ zeros_like = record("zeros_like", np.zeros_like, lambda x: sp.S.Zero, differenti
 
 
 # --- a node that holds any sympy expression of its inputs (gradients are built of these) ---
+def _logical_symbols(expr) -> set:
+    """Symbols of ``expr`` read in a logical context (Piecewise conditions, And/Or/Not/ITE)."""
+    found: set = set()
+    for piecewise in expr.atoms(sp.Piecewise):
+        for _, condition in piecewise.args:
+            found |= condition.free_symbols
+    for logical in expr.atoms(sp.And, sp.Or, sp.Not, sp.Xor, sp.ITE):
+        found |= logical.free_symbols
+    return found
+
+
 def _expr_numpy(*arrays, expr, dtype):
+    arrays = [np.asarray(a) for a in arrays]
     kinds = tuple("b" if a.dtype.kind == "b" else "i" if a.dtype.kind in "iu" else "f"
-                  for a in map(np.asarray, arrays))
+                  for a in arrays)
+    if "b" in kinds and isinstance(expr, sp.Basic):
+        # a bool input used only as a number (e.g. -b in a gradient) is a number, as numpy
+        # casts bools in np.logaddexp(b, x): numpy refuses arithmetic negation of bools
+        logical = _logical_symbols(expr)
+        for k, kind in enumerate(kinds):
+            if kind == "b" and input_symbol(k, "b") not in logical:
+                arrays[k] = arrays[k].astype(np.dtype(dtype) if np.dtype(dtype).kind == "f"
+                                             else np.int64)   # same symbols, numeric
     with np.errstate(all="ignore"):
         value = np.asarray(numpy_callable(expr, len(arrays), kinds)(*arrays))
     shape = np.broadcast_shapes(*[np.shape(a) for a in arrays])
