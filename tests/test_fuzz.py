@@ -212,3 +212,12 @@ def test_fuzzer_regression(kind):
     if not outcome.ok and outcome.kind in KNOWN:
         pytest.xfail(f"known class {outcome.kind}: {KNOWN[outcome.kind]}")
     assert outcome.ok, outcome.report()
+
+
+@pytest.mark.parametrize("seed", [54, 283, 294])
+def test_bool_operands_of_the_no_nan_divisions_and_logaddexp(seed):
+    """Seeds of a 426-seed sweep with 12 ops: a bool operand of logaddexp, xdivy or
+    div_no_nan met numpy's refusal of ``-bool`` in sg.evaluate's expr nodes or the tape's
+    vjps; every engine agrees now."""
+    outcome = check(generate(seed, n_ops=12), targets=("cpu",))
+    assert outcome.ok, outcome.report()

@@ -142,13 +142,22 @@ zeros_like = record("zeros_like", np.zeros_like, lambda x: sp.S.Zero, differenti
 
 # --- a node that holds any sympy expression of its inputs (gradients are built of these) ---
 def _logical_symbols(expr) -> set:
-    """Symbols of ``expr`` read in a logical context (Piecewise conditions, And/Or/Not/ITE)."""
+    """Symbols of ``expr`` read as truth values: a Piecewise condition, or an argument of
+    And/Or/Not/Xor/ITE (a relation such as ``Eq(x, 0)`` reads numbers)."""
     found: set = set()
+
+    def truth(value) -> None:
+        if isinstance(value, sp.Symbol):
+            found.add(value)
+        elif isinstance(value, (sp.And, sp.Or, sp.Not, sp.Xor, sp.ITE)):
+            for arg in value.args:
+                truth(arg)
+
     for piecewise in expr.atoms(sp.Piecewise):
         for _, condition in piecewise.args:
-            found |= condition.free_symbols
+            truth(condition)
     for logical in expr.atoms(sp.And, sp.Or, sp.Not, sp.Xor, sp.ITE):
-        found |= logical.free_symbols
+        truth(logical)
     return found
 
 
@@ -278,13 +287,14 @@ xlog1py = record("xlog1py", _xlog1py, lambda x, y: _zero_if(sp.Eq(x, 0), x * tf.
               domain=(0.5, 2.0))
 xdivy = record("xdivy", _xdivy, lambda x, y: _zero_if(sp.Eq(x, 0), x / y),
             lambda g, out, x, y: (g * _call(xdivy, _nonzero(x), y),
-                                  g * _call(xdivy, -x, y * y)),
+                                  -(g * _call(xdivy, x, y * y))),   # not -x: x may be bool
             domain=(0.5, 2.0))
 div_no_nan = record("div_no_nan", _div_no_nan, lambda x, y: _zero_if(sp.Eq(y, 0), x / y),
                  lambda g, out, x, y: (_call(div_no_nan, g, y),
-                                       g * _call(div_no_nan, _call(div_no_nan, -x, y), y)),
+                                       -(g * _call(div_no_nan, _call(div_no_nan, x, y), y))),
                  # TF: div_no_nan(grad, y) for x (0 where y == 0, even for an infinite
-                 # grad), grad * div_no_nan(div_no_nan(-x, y), y) for y
+                 # grad), grad * div_no_nan(div_no_nan(-x, y), y) for y (negated outside:
+                 # x may be bool)
                  upstream_product=lambda g, partial, i: (sp.piecewise_fold(g * partial)
                                                          if i == 0 else g * partial),
                  domain=(0.5, 2.0))
