@@ -438,17 +438,16 @@ def _batch_size(seeds: list) -> int:
     return sizes.pop()
 
 
-def batched_gradients(ys: list, xs: list, grad_ys: Any, name: Optional[str] = "gradients",
-                      stop_gradients: Any = None,
+def batched_gradients(gradients: Callable, ys: list, xs: list, grad_ys: Any,
+                      name: Optional[str] = "gradients", stop_gradients: Any = None,
                       unconnected_gradients: Any = UnconnectedGradients.NONE,
                       **kwargs: Any) -> list:
     """``sg.gradients(ys, xs, grad_ys, batched=True)``: one sweep for k seeds per y.
 
     Each grad_ys entry has shape ``(k,) + y.shape``; each result ``(k,) + x.shape``
-    (None where unconnected, zeros for 'zero', as ``sg.gradients``).
+    (None where unconnected, zeros for 'zero', as ``sg.gradients``). ``gradients`` is
+    ``sg.gradients`` itself, passed in by it: this graph transform sits below differentiate.
     """
-    from .differentiate.gradients import gradients
-
     policy = unconnected_policy(unconnected_gradients, "sg.gradients")
     if grad_ys is None:
         raise ValueError("sg.gradients(batched=True): grad_ys is required (one batch of "

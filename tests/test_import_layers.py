@@ -94,3 +94,10 @@ def test_distributed_builds_on_compile():
     assert [f"{m} -> {n}" for m in MODULES if _in(m, "symgrad.compile")
             for n in _imports(m) if _in(n, "symgrad.distributed")] == []
     assert DISTRIBUTED["call_dask"] is call_dask
+
+
+def test_no_import_cycle_in_the_package():
+    """No cycle anywhere below ``symgrad/__init__`` (imports inside functions included)."""
+    names = [m for m in MODULES if m != "symgrad"]
+    graph = {m: {n for n in _imports(m) if n in names} for m in names}
+    assert _cycles(graph) == []

@@ -125,9 +125,10 @@ def numba_pass(ctx: Context) -> str:
 
 
 def device_module_pass(ctx: Context) -> str:
-    """A device target builds, caches and binds its module itself (numba.cuda is imported
-    only there, compile/targets/cuda.py)."""
-    ctx.function = ctx.spec.compile(ctx.inputs, ctx.outputs, ctx.plan, ctx.key, ctx.mode)
+    """The device target builds, caches and binds its module itself (numba.cuda is
+    imported only there, compile/cuda_runtime.py)."""
+    from .cuda_runtime import compile_cuda   # imports numba.cuda: only for device targets
+    ctx.function = compile_cuda(ctx.inputs, ctx.outputs, ctx.plan, ctx.key, ctx.mode)
     return f"{ctx.spec.kernels_run}; module key {ctx.function.key[:16]}"
 
 

@@ -85,7 +85,8 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: Optional[str] = "grad
 
         _check_tensors(ys, "ys")
         _check_tensors(xs, "xs")
-        return batched_gradients(ys, xs, grad_ys, name=name, stop_gradients=stop_gradients,
+        return batched_gradients(gradients, ys, xs, grad_ys, name=name,
+                                 stop_gradients=stop_gradients,
                                  unconnected_gradients=unconnected_gradients,
                                  gate_gradients=gate_gradients,
                                  aggregation_method=aggregation_method)

@@ -37,8 +37,3 @@ class Target:
     def step_place(self, node) -> str:
         """Where and how a structural step runs (``f.explain()``)."""
         return "numpy view" if node.op in VIEWS else "numpy"   # on the host
-
-    def compile(self, inputs: list, outputs: list, plan, key: str, mode):
-        """A device target's CompiledFunction for a built plan (host targets are
-        compiled by ``function.py``'s module writer)."""
-        raise NotImplementedError(f"target {self.name!r} is compiled by function.py")

@@ -1,6 +1,7 @@
 """The ``cuda`` target: numba.cuda kernels and CuPy device steps (docs/cuda.md).
 
-numba.cuda is imported only when a function is compiled for it (``compile``).
+numba.cuda is imported only when a function is compiled for it (``function.py``'s device
+pass calls ``cuda_runtime.compile_cuda``; this package stays below the runtime modules).
 
 >>> from symgrad.compile.targets import CUDA
 >>> from symgrad.ops.contraction import records as C
@@ -23,10 +24,6 @@ class CudaTarget(Target):
         if node.op in LIBRARY_CALLS:
             return "device, library call: cuBLAS via CuPy"
         return "device step: CuPy"
-
-    def compile(self, inputs: list, outputs: list, plan, key: str, mode):
-        from ..cuda_runtime import compile_cuda
-        return compile_cuda(inputs, outputs, plan, key, mode)
 
 
 CUDA = CudaTarget("cuda", nests=True, scatter=False, device=True, fixed_math="libm",
