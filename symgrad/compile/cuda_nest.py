@@ -35,12 +35,10 @@ True
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from .nest import Nest, nest_inputs
+from .nest import Nest, nest_inputs, point_reads
 from .regions import Kernel
-from .templates import input_access
 
 
 @dataclass
@@ -102,21 +100,10 @@ def nest_kernel_source(nest: Nest, lowered: dict, name: str) -> str:
     body.append(f"for i{r - 1} in range(tid, n{r - 1}, bd):")
     point: list = []
 
-    def read(kernel: Kernel, k=None) -> list:
-        args = []
-        for i in kernel.inputs:
-            if id(i) in local:
-                args.append(local[id(i)])
-                continue
-            index = input_access(i.dims, kernel.dims).index
-            if k is not None:
-                index = re.sub(rf"\bi{r}\b", str(k), index)
-            args.append(arg[id(i)] + index)
-        return args
-
     def call(kernel: Kernel, values: list, k=None) -> None:
         target = ", ".join(values) + ("," if len(values) == 1 else "")
-        point.append(f"{target} = _k{kernel.index}_point({', '.join(read(kernel, k))})")
+        reads = point_reads(kernel, local, arg, r, k)
+        point.append(f"{target} = _k{kernel.index}_point({', '.join(reads)})")
 
     def value(kernel: Kernel, node, k=None) -> str:
         j = [id(s) for s in lowered[kernel.index].sources].index(id(node))

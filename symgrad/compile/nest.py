@@ -292,21 +292,10 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
     def emit(depth: int, text: str) -> None:
         lines.append("    " * depth + text)
 
-    def read(kernel: Kernel, k=None) -> list:
-        args = []
-        for i in kernel.inputs:
-            if id(i) in local:
-                args.append(local[id(i)])
-                continue
-            index = input_access(i.dims, kernel.dims).index
-            if k is not None:
-                index = re.sub(rf"\bi{r}\b", str(k), index)
-            args.append(arg[id(i)] + index)
-        return args
-
     def call(depth: int, kernel: Kernel, values: list, k=None) -> None:
         target = ", ".join(values) + ("," if len(values) == 1 else "")
-        emit(depth, f"{target} = _k{kernel.index}_point({', '.join(read(kernel, k))})")
+        reads = point_reads(kernel, local, arg, r, k)
+        emit(depth, f"{target} = _k{kernel.index}_point({', '.join(reads)})")
 
     def value(kernel: Kernel, node, k=None) -> str:
         j = [id(s) for s in lowered[kernel.index].sources].index(id(node))
@@ -649,3 +638,19 @@ def nest_rejections(plan: Plan) -> list:
                                " it is read outside the nest (not only through expand_dims "
                                "by its post kernels)")
     return out
+
+
+def point_reads(kernel: Kernel, local: dict, arg: dict, r: int, k=None) -> list:
+    """The arguments of ``kernel``'s point function inside a nest (cpu and cuda): a value
+    the nest holds in a local (``local``), else its array (``arg``) at the nest's indexes,
+    with the inner index ``i<r>`` fixed to ``k`` when given."""
+    args = []
+    for i in kernel.inputs:
+        if id(i) in local:
+            args.append(local[id(i)])
+            continue
+        index = input_access(i.dims, kernel.dims).index
+        if k is not None:
+            index = re.sub(rf"\bi{r}\b", str(k), index)
+        args.append(arg[id(i)] + index)
+    return args
