@@ -14,6 +14,7 @@ vjp signature: ``vjp(g, out, *inputs) -> tuple`` (one entry per input, None = no
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 import sympy as sp
@@ -141,7 +142,8 @@ zeros_like = record("zeros_like", np.zeros_like, lambda x: sp.S.Zero, differenti
 
 
 # --- a node that holds any sympy expression of its inputs (gradients are built of these) ---
-def _logical_symbols(expr) -> set:
+@lru_cache(maxsize=1024)
+def _logical_symbols(expr) -> frozenset:
     """Symbols of ``expr`` read as truth values: a Piecewise condition, or an argument of
     And/Or/Not/Xor/ITE (a relation such as ``Eq(x, 0)`` reads numbers)."""
     found: set = set()
@@ -158,7 +160,7 @@ def _logical_symbols(expr) -> set:
             truth(condition)
     for logical in expr.atoms(sp.And, sp.Or, sp.Not, sp.Xor, sp.ITE):
         truth(logical)
-    return found
+    return frozenset(found)
 
 
 def _expr_numpy(*arrays, expr, dtype):
