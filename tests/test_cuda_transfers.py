@@ -99,13 +99,22 @@ def test_out_of_range_gather_raises_after_one_flag_read(runtime):
 
 
 def test_launch_configurations_and_bound_kernels_are_cached(runtime):
-    x = sg.placeholder("x", shape=(8,))
+    """The generated driver binds each kernel to its launch configuration once per size
+    and stream (``LAUNCHERS_``); configurations are computed once per size."""
+    _, cuda_runtime = runtime
+    x = sg.placeholder("x", shape=(None,))
     f = sg.function([x], sg.sin(x) * x, target="cuda")
-    driver = f.module.run.__self__
+    assert "class" not in f.source.split("def run(", 1)[1]      # straight-line driver
     f(np.ones(8))
-    bound = dict(driver.bound)
+    bound = dict(f.module.LAUNCHERS_)
     f(np.ones(8))
-    assert len(bound) == 1 and driver.bound == bound and list(driver.configs) == [8]
+    assert len(bound) == 1 and f.module.LAUNCHERS_ == bound
+    assert [k[:2] for k in bound] == [("_k0_cuda", 8)]
+    f(np.ones(5))
+    assert sorted(k[1] for k in f.module.LAUNCHERS_) == [5, 8]
+    hits = cuda_runtime.configuration.cache_info().hits
+    cuda_runtime.bound_kernel(f.module._k0_cuda, 8, 0)
+    assert cuda_runtime.configuration.cache_info().hits == hits + 1
 
 
 def test_every_array_function_of_the_forms_exists_in_cupy():

@@ -102,12 +102,16 @@ def _step_line(step: Step, target: str) -> str:
 
 def _units(plan: Plan, target: str) -> list:
     lines = []
+    place = get_target(target).kernel_place          # device targets: "device kernel"
+    where = f"  ({place})" if place else ""
     for unit in plan.units:
         if isinstance(unit, Kernel):
-            lines += _kernel_lines(unit, f"kernel {unit.index}")
+            first, *rest = _kernel_lines(unit, f"kernel {unit.index}")
+            lines += [first + where, *rest]
         elif isinstance(unit, Nest):
             lines.append(f"nest {unit.index}  one loop over {format_shape(unit.outer.shape)} "
-                         f"for kernels {', '.join(str(k.index) for k in unit.kernels)}")
+                         f"for kernels {', '.join(str(k.index) for k in unit.kernels)}"
+                         + (f"  (one {place})" if place else ""))
             for k in unit.kernels:
                 lines += ["  " + line for line in _kernel_lines(k, f"kernel {k.index}")]
         else:

@@ -27,4 +27,4 @@ class CudaTarget(Target):
 
 
 CUDA = CudaTarget("cuda", nests=True, scatter=False, device=True, fixed_math="libm",
-                  kernels_run="numba.cuda device kernels")
+                  kernels_run="numba.cuda device kernels", kernel_place="device kernel")
