@@ -297,3 +297,15 @@ def test_pair_sums_run_as_one_device_nest(cuda):
     assert all(f"nest {n.index} visits every (i0, i1)" in text for n in nests)
     x = np.random.default_rng(4).normal(size=(7, 3))
     both([p], outs, x)
+
+
+def test_cuda_bench_is_one_command_that_answers_without_a_gpu():
+    """``python -m benchmarks.cuda_bench`` imports without a GPU; ``--help`` lists the
+    smoke mode; under the simulator (timings need a GPU) it exits 0 with a message."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
+    run = [sys.executable, "-m", "benchmarks.cuda_bench"]
+    helped = subprocess.run(run + ["--help"], capture_output=True, text=True, cwd=ROOT,
+                            env=env, timeout=120)
+    assert helped.returncode == 0 and "--smoke" in helped.stdout
+    plain = subprocess.run(run, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert plain.returncode == 0 and "simulator" in plain.stdout
