@@ -56,6 +56,7 @@ from numba import config, cuda  # noqa: E402 - after the shim above
 from ..outputs import OutputMode
 from . import cache
 from .cuda_driver import CudaModuleWriter
+from .cuda_remat import recompute_cheap_stores
 from .cuda_steps import StepContext, run_step  # noqa: F401 - run_step: the driver's run_step_
 from .cuda_templates import BLOCK
 from .lower import lower_kernel
@@ -323,7 +324,7 @@ def bound_kernel(kernel, size: int, stream):
 
 # --- building a cuda function --------------------------------------------------------------
 
-CUDA_CODEGEN_VERSION = "cuda-4"     # the driver is generated source (cuda_driver.py)
+CUDA_CODEGEN_VERSION = "cuda-5"     # generated driver (cuda_driver), cheap stores recomputed
 
 
 def device_fallback(reference, single: bool):
@@ -368,6 +369,7 @@ def compile_cuda(inputs: list, outputs: list, plan, key: str, mode: OutputMode):
     """The CompiledFunction of ``sg.function(..., target="cuda")`` for a built plan: its
     module (kernels and the generated driver, ``cuda_driver``) from the cache or built."""
     key = hashlib.sha256(f"{key}\n{CUDA_CODEGEN_VERSION}".encode()).hexdigest()
+    plan = recompute_cheap_stores(plan)
 
     def build() -> str:
         writer = CudaModuleWriter(plan, [lower_kernel(k) for k in plan.kernels], key)
