@@ -18,8 +18,13 @@ zero-strided numpy stand-in of its shape and dtype.
 
 Units
 -----
+The driver ``run(*args)`` is generated source (``cuda_driver.CudaModuleWriter``, the CPU
+``ModuleWriter``'s structure with device lines), built over the plan after
+``cuda_remat.recompute_cheap_stores``; it calls the functions below.
+
 * kernels: ``cuda_templates`` (grid-stride loop, block tree + atomic reductions), bound
-  to their launch configuration once and launched asynchronously;
+  to their launch configuration once per size and stream (``bound_kernel``) and launched
+  asynchronously;
 * loop nests (``nest.Nest``, pair sums): one kernel each, ``cuda_nest``;
 * structural steps (matmul, einsum, layout, indexing, scans, reductions, casts):
   ``cuda_steps.FORMS`` on the array module ``xp`` -- CuPy on a GPU (cuBLAS, CuPy's
