@@ -28,7 +28,7 @@ nodes of steps, the fallback) are bound by ``cuda_runtime.compile_cuda``.
 >>> from symgrad.compile.lower import lower_kernel
 >>> from symgrad.compile.regions import build_plan
 >>> x = sg.placeholder("x", shape=(4, 3))
->>> y = sg.reduce_sum(sg.sin(sg.transpose(x)) * 2.0)
+>>> y = sg.reduce_sum(sg.sin(sg.transpose(x, name="xT")) * 2.0)
 >>> plan = build_plan(fold_graph([y], [x]), scatter=False)
 >>> writer = CudaModuleWriter(plan, [lower_kernel(k) for k in plan.kernels], "0" * 64)
 >>> writer.single = True
@@ -55,7 +55,7 @@ nodes of steps, the fallback) are bound by ``cuda_runtime.compile_cuda``.
         ctx_ = step_context_(xp)
         if h0 is not None:
             v0 = upload_(h0)
-        v1 = run_step_(ctx_, N1, v0)  # transpose 'transpose_0' (device step: CuPy)
+        v1 = run_step_(ctx_, N1, v0)  # transpose 'xT' (device step: CuPy)
         # kernel 0: device kernel over (3, 4)
         sh0 = (3, 4)
         o0_0 = xp.zeros((1, 1), numpy.float64)
