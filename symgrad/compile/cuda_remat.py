@@ -3,7 +3,8 @@
 On the device every kernel is bound by memory traffic. When kernel A stores a value X
 only for later kernels (not a result, read by no step or nest), X is one cheap
 elementwise node of A's inputs (no function call, at most ``CHEAP_OPS`` operations, as
-``rewrite.clone_cheap``'s rule) reading at most one array of the full iteration shape,
+``rewrite.clone_cheap``'s rule) reading at most one array of the full iteration shape
+(exactly one where lengths are unknown: it gives the reader its loop shape),
 and every reader runs over A's iteration space reading X element for element, then each
 reader computes X itself from A's inputs: A writes one array less and the readers read
 no more than before. W4's pre-activation ``X W1 + b1`` is the case: kernel 0 stores
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from ..shapes import is_fully_known
 from .nest import nest_inputs
 from .regions import Kernel, Plan, Step
 from .rewrite import CHEAP_OPS, _formula
@@ -83,7 +85,8 @@ def _movable(kernel: Kernel, out, readers: list, results: set) -> bool:
            for i in x.inputs):
         return False
     full = [i for i in x.inputs if id(i) in ins and tuple(i.dims) == tuple(kernel.dims)]
-    return len(full) <= 1 and _cheap(x)
+    # unknown lengths: a reader's shape is found from its inputs, so one must be full-size
+    return (len(full) == 1 or len(full) == 0 and is_fully_known(kernel.shape)) and _cheap(x)
 
 
 def recompute_cheap_stores(plan: Plan) -> Plan:
