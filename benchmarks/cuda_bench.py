@@ -2,6 +2,8 @@
 jax.jit(value_and_grad), float32 and float64, with bytes-moved / bandwidth floors.
 
     python -m benchmarks.cuda_bench [--quick] [--dtype float32|float64] [--only W1,W3,W4]
+    python -m benchmarks.cuda_bench --smoke     # tiny sizes, symgrad only, runs under the
+                                                # simulator (NUMBA_ENABLE_CUDASIM=1) too
 
 Workloads: W1 (N = 1e7, 1e8), W3 (N = 3000, 20000), W4 (B = 4096). Inputs live on the
 device before timing: symgrad gets CuPy arrays (and, as extra rows, numba device arrays
@@ -27,10 +29,14 @@ CASES = {"W1": [{"N": 10**7}, {"N": 10**8}],
          "W3": [{"N": 3000}, {"N": 20000}],
          "W4": [{"B": 4096, "D": 64, "H": 256}]}
 QUICK = {"W1": [{"N": 10**6}], "W3": [{"N": 1000}], "W4": [{"B": 1024, "D": 64, "H": 256}]}
+SMOKE = {"W1": [{"N": 64}], "W3": [{"N": 8}], "W4": [{"B": 8, "D": 4, "H": 6}]}
 MODULES = {"W1": "w1_elementwise", "W3": "w3_pair_potential", "W4": "w4_mlp"}
 
 
-def gpu_or_exit():
+def gpu_or_exit(smoke: bool = False):
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" and smoke:
+        from numba import cuda
+        return cuda
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         print("cuda_bench: NUMBA_ENABLE_CUDASIM=1 (simulator); timings need a real GPU")
         sys.exit(0)
@@ -94,9 +100,8 @@ def names(mod):
             tuple(getattr(mod, "CONSTS", ())))
 
 
-def symgrad_call(mod, data, cuda, kind: str = "cupy"):
-    """symgrad's value-and-gradients call on device arrays of ``kind``: 'cupy',
-    'numba' (device arrays) or 'torch' (CUDA tensors, taken through DLPack)."""
+def symgrad_function(mod, data, target: str = "cuda"):
+    """symgrad's value-and-gradients function of a workload for ``target``."""
     from benchmarks.frameworks import _sg_ops
     ops = _sg_ops()
     sg = ops.mod
@@ -105,7 +110,14 @@ def symgrad_call(mod, data, cuda, kind: str = "cupy"):
            for n in diff + inputs]
     value = getattr(mod, "symgrad_loss", mod.loss)(ops, *phs, *[ops.const(data[n])
                                                                  for n in consts])
-    f = sg.function(phs, [value, *sg.gradients(value, phs[:len(diff)])], target="cuda")
+    return sg.function(phs, [value, *sg.gradients(value, phs[:len(diff)])], target=target)
+
+
+def symgrad_call(mod, data, cuda, kind: str = "cupy"):
+    """symgrad's value-and-gradients call on device arrays of ``kind``: 'cupy',
+    'numba' (device arrays) or 'torch' (CUDA tensors, taken through DLPack)."""
+    diff, inputs, _ = names(mod)
+    f = symgrad_function(mod, data)
     if kind == "cupy":
         import cupy
         args = [cupy.asarray(data[n]) for n in diff + inputs]
@@ -218,6 +230,35 @@ def _release_memory() -> None:
         pass
 
 
+def smoke(cuda, dtypes) -> int:
+    """Tiny sizes, symgrad only (numba device arrays in): compiles and runs every workload
+    on the device (or the simulator), checks the values against target="cpu" and prints
+    the issue-18 table. Returns 1 when a value differs."""
+    import warnings
+    warnings.filterwarnings("ignore", category=RuntimeWarning)   # the simulator's scalars
+    results, bad = [], 0
+    for key, cases in SMOKE.items():
+        mod = load(key)
+        for case in cases:
+            for dtype in dtypes:
+                data = data_for(mod, case, dtype)
+                diff, inputs, _ = names(mod)
+                host = [data[n] for n in diff + inputs]
+                want = symgrad_function(mod, data, "cpu")(*host)
+                got = symgrad_function(mod, data)(*[cuda.to_device(a) for a in host])
+                tol = 1e-4 if dtype == "float32" else 1e-9
+                ok = all(np.allclose(g.copy_to_host(), w, rtol=tol, atol=tol)
+                         for g, w in zip(got, want))
+                bad += not ok
+                t = time_call(symgrad_call(mod, data, cuda, "numba"), cuda.synchronize, 1)
+                print(f"{key} {case} {dtype}: {t * 1e3:.3f} ms, values "
+                      f"{'agree with' if ok else 'DIFFER from'} target='cpu'")
+                results.append({"workload": key, "case": case, "dtype": dtype,
+                                "rows": [{"system": SYMGRAD, "seconds": t}]})
+    print("\n" + issue_table(results))
+    return 1 if bad else 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes")
@@ -225,8 +266,13 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="W1,W3,W4")
     parser.add_argument("--json", default="benchmarks/results/cuda_bench.json",
                         help="where to write the figures")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes, symgrad only, values checked against the cpu "
+                             "target; runs under the simulator too (no figures written)")
     args = parser.parse_args(argv)
-    cuda = gpu_or_exit()
+    cuda = gpu_or_exit(args.smoke)
+    if args.smoke:
+        return smoke(cuda, args.dtype or ("float32", "float64"))
     peak = peak_bandwidth(cuda)
     print(f"device: {cuda.get_current_device().name}")
     table = QUICK if args.quick else CASES

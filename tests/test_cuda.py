@@ -261,6 +261,8 @@ def test_explain_says_where_each_cuda_step_runs(cuda):
     text = f.explain()
     assert "numpy" not in text and "kernels run as numba.cuda device kernels" in text
     assert "(device, library call: cuBLAS via CuPy)" in text and "(device step: CuPy)" in text
+    assert text.count("(device kernel)") == len(f.plan.kernels)
+    assert "on the host: the argument checks" in text
     assert f.math == "libm" and f.target == "cuda"
 
 
@@ -289,5 +291,21 @@ def test_pair_sums_run_as_one_device_nest(cuda):
     nests = [u for u in f.plan.units if isinstance(u, Nest)]
     assert nests and all(f"def _n{n.index}_cuda(" in f.source for n in nests)
     assert "cuda.shared.array(BLOCK, float64)" in f.source
+    text = f.explain()   # the device nest has no symmetry rule: explain does not claim one
+    assert all(f"nest {n.index}  one loop" in text for n in nests)
+    assert "(one device kernel)" in text and "i0 <= i1" not in text
+    assert all(f"nest {n.index} visits every (i0, i1)" in text for n in nests)
     x = np.random.default_rng(4).normal(size=(7, 3))
     both([p], outs, x)
+
+
+def test_cuda_bench_is_one_command_that_answers_without_a_gpu():
+    """``python -m benchmarks.cuda_bench`` imports without a GPU; ``--help`` lists the
+    smoke mode; under the simulator (timings need a GPU) it exits 0 with a message."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
+    run = [sys.executable, "-m", "benchmarks.cuda_bench"]
+    helped = subprocess.run(run + ["--help"], capture_output=True, text=True, cwd=ROOT,
+                            env=env, timeout=120)
+    assert helped.returncode == 0 and "--smoke" in helped.stdout
+    plain = subprocess.run(run, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert plain.returncode == 0 and "simulator" in plain.stdout

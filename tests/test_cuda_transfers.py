@@ -10,6 +10,8 @@ structural step of these graphs runs through ``cuda_steps.FORMS`` here too.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -99,13 +101,43 @@ def test_out_of_range_gather_raises_after_one_flag_read(runtime):
 
 
 def test_launch_configurations_and_bound_kernels_are_cached(runtime):
-    x = sg.placeholder("x", shape=(8,))
+    """The generated driver binds each kernel to its launch configuration once per size
+    and stream (``LAUNCHERS_``); configurations are computed once per size."""
+    _, cuda_runtime = runtime
+    x = sg.placeholder("x", shape=(None,))
     f = sg.function([x], sg.sin(x) * x, target="cuda")
-    driver = f.module.run.__self__
+    run = f.source.split("\ndef run(", 1)[1]        # a straight-line generated driver
+    assert not re.search(r"^\s+(for|while) ", run, re.M) and "LAUNCHERS_.get((" in run
     f(np.ones(8))
-    bound = dict(driver.bound)
+    bound = dict(f.module.LAUNCHERS_)
     f(np.ones(8))
-    assert len(bound) == 1 and driver.bound == bound and list(driver.configs) == [8]
+    assert len(bound) == 1 and f.module.LAUNCHERS_ == bound
+    assert [k[:2] for k in bound] == [("_k0_cuda", 8)]
+    f(np.ones(5))
+    assert sorted(k[1] for k in f.module.LAUNCHERS_) == [5, 8]
+    hits = cuda_runtime.configuration.cache_info().hits
+    cuda_runtime.bound_kernel(f.module._k0_cuda, 8, 0)
+    assert cuda_runtime.configuration.cache_info().hits == hits + 1
+
+
+def test_mixed_host_and_device_arguments(runtime):
+    """One device argument makes a device call: the host argument goes up once (also when
+    it is only returned), the results stay on the device, a returned input is a copy."""
+    cuda, cuda_runtime = runtime
+    x = sg.placeholder("x", shape=(6,))
+    w = sg.placeholder("w", shape=(6,))
+    u = sg.placeholder("u", shape=(2,))
+    y = sg.reduce_sum(sg.exp(x) * w)
+    f = sg.function([x, w, u], [y, u, x] + sg.gradients(y, [x, w]), target="cuda")
+    xv, wv, uv = np.linspace(-1, 1, 6), np.arange(6.0), np.array([3.0, 4.0])
+    want = sg.function([x, w, u], [y, u, x] + sg.gradients(y, [x, w]))(xv, wv, uv)
+    dx = cuda.to_device(xv)
+    got, counts = _counted(runtime, lambda: f(dx, wv, uv))
+    assert counts == {"input": 2}
+    assert all(cuda_runtime.is_device_array(g) for g in got)
+    assert not np.shares_memory(got[2]._ary, dx._ary)
+    for g, w_ in zip(got, want):
+        np.testing.assert_allclose(g.copy_to_host(), w_, rtol=1e-12)
 
 
 def test_every_array_function_of_the_forms_exists_in_cupy():

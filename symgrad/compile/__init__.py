@@ -19,7 +19,8 @@ Pipeline (one module per job)::
     nest.py      nest_plan(plan) -> Plan: loop nests (reduce -> elementwise -> broadcast)
     scatter.py   fused scatters; gather.py stencil adjoints as gathers; access.py InputAccess
     vecmath.py   vectorisable exp/log/sin/...; support.py scalar njit helpers
-    cuda_templates.py, cuda_runtime.py  the cuda target (numba.cuda imported only there)
+    cuda_templates.py, cuda_driver.py, cuda_runtime.py  the cuda target: kernels, the
+                 generated driver (a ModuleWriter), the runtime (numba.cuda only there)
 
 The plan (for a new target such as CUDA)
 ----------------------------------------

@@ -15,8 +15,8 @@ axis ``k`` into locals), the outer point, then the post points per ``k`` -- the 
 * ``atomic``: a sum over outer axes that exclude ``i{R-1}``: added at its element with an
   atomic (neighbouring threads hit different elements).
 
-Accumulators are float64 (``cuda_runtime.finish`` casts); arrays keep the reduced axes
-with length 1, as the flat kernels do.
+Accumulators are float64 (the generated driver casts, ``cuda_driver``); arrays keep the
+reduced axes with length 1, as the flat kernels do.
 
 >>> import symgrad as sg
 >>> from symgrad.compile.fold import fold_graph

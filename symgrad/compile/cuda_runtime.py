@@ -1,5 +1,5 @@
-"""The CUDA runtime of ``sg.function(..., target="cuda")``: device arrays, launch
-configuration and the driver that runs a plan's units on the device.
+"""The CUDA runtime of ``sg.function(..., target="cuda")``: device arrays, transfers,
+launch configuration, and the names its generated driver (``cuda_driver``) calls.
 
 Imported only for ``target="cuda"`` (``import symgrad`` never imports numba.cuda).
 Needs ``numba.cuda`` (numba's built-in one, or the ``numba-cuda`` package:
@@ -18,8 +18,13 @@ zero-strided numpy stand-in of its shape and dtype.
 
 Units
 -----
+The driver ``run(*args)`` is generated source (``cuda_driver.CudaModuleWriter``, the CPU
+``ModuleWriter``'s structure with device lines), built over the plan after
+``cuda_remat.recompute_cheap_stores``; it calls the functions below.
+
 * kernels: ``cuda_templates`` (grid-stride loop, block tree + atomic reductions), bound
-  to their launch configuration once and launched asynchronously;
+  to their launch configuration once per size and stream (``bound_kernel``) and launched
+  asynchronously;
 * loop nests (``nest.Nest``, pair sums): one kernel each, ``cuda_nest``;
 * structural steps (matmul, einsum, layout, indexing, scans, reductions, casts):
   ``cuda_steps.FORMS`` on the array module ``xp`` -- CuPy on a GPU (cuBLAS, CuPy's
@@ -51,20 +56,18 @@ import numpy
 from .cuda_compat import ensure_numpy_names
 
 ensure_numpy_names()         # before numba.cuda: numba-cuda 0.30.x needs numpy.row_stack
-from numba import config, cuda, float32, float64  # noqa: E402 - after the shim above
-from numba.core.errors import NumbaError
+from numba import config, cuda  # noqa: E402 - after the shim above
 
 from ..outputs import OutputMode
-from ..shapes import is_fully_known
 from . import cache
-from .runtime import CompiledFunction, Fallback, bind_runtime
-from .cuda_templates import BLOCK, accumulator_dtype, module_source, output_mode
+from .cuda_driver import CudaModuleWriter
+from .cuda_remat import recompute_cheap_stores
+from .cuda_steps import StepContext, run_step  # noqa: F401 - run_step: the driver's run_step_
+from .cuda_templates import BLOCK
 from .lower import lower_kernel
-from .cuda_nest import device_nest_outputs, nest_inputs
-from .cuda_steps import StepContext, run_step
-from .oprules import FRESH_STEPS, PLACEHOLDER, S
-from .nest import Nest
-from .regions import Kernel, Step
+from .regions import Step
+from .runtime import CompiledFunction, bind_runtime
+from .targets import CUDA
 
 SIMULATOR = bool(config.ENABLE_CUDASIM)
 PREFERRED_THREADS = 256      # threads per block (capped by the device and cuda_templates.BLOCK)
@@ -273,7 +276,8 @@ def launch_stream():
     return 0 if ptr == 0 else _external_stream(ptr)
 
 
-def _download_for_check(array) -> numpy.ndarray:
+def download_for_check(array) -> numpy.ndarray:
+    """Device -> host for an index check's error message (a 'check' transfer)."""
     return to_host(array, "check")
 
 
@@ -282,260 +286,108 @@ def exported(array):
     return _fake_array()(array) if SIMULATOR else array
 
 
-def finish(xp, acc, dtype, count):
-    """A reduction's accumulator divided by ``count`` (means) and cast to ``dtype``."""
-    dtype = numpy.dtype(dtype)
-    if count is not None:
-        acc = acc / count
-    return acc if acc.dtype == dtype else acc.astype(dtype)
+def step_context(xp) -> StepContext:
+    """The context of one call's structural steps (its deferred index checks)."""
+    return StepContext(xp, download_for_check)
 
 
-# --- the driver ----------------------------------------------------------------------------
-
-CUDA_CODEGEN_VERSION = "cuda-3"
-
-
-class _Values:
-    """The device values of one call, by node index (``xp`` arrays)."""
-
-    def __init__(self, xp, const_device: dict):
-        self.xp = xp
-        self.dev: dict = {}
-        self.host: dict = {}            # host arguments not uploaded yet
-        self.const_device = const_device
-
-    def on_device(self, node):
-        if node.index in self.dev:
-            return self.dev[node.index]
-        if node.is_const:
-            if node.index not in self.const_device:
-                self.const_device[node.index] = to_device(node.value, "constant")
-            return self.const_device[node.index]
-        self.dev[node.index] = to_device(self.host.pop(node.index), "input")
-        return self.dev[node.index]
-
-    def shape(self, node) -> tuple:
-        if node.is_const:
-            return numpy.shape(node.value)
-        if node.index in self.dev:
-            return tuple(self.dev[node.index].shape)
-        return numpy.shape(self.host[node.index])
+def raise_checks(xp, ctx: StepContext) -> None:
+    """The deferred index checks of a call: one read of all their flags."""
+    if not ctx.checks:
+        return
+    if bool(to_host(xp.stack([flag for flag, _ in ctx.checks]).any(), "check")):
+        for flag, raise_error in ctx.checks:
+            if bool(to_host(flag, "check")):
+                raise_error(download_for_check)
 
 
-class CudaDriver:
-    """Runs a plan on the device: ``run(*args)`` is the compiled function's body.
+@lru_cache(maxsize=None)
+def configuration(size: int) -> tuple:
+    """(blocks, threads) of a launch over ``size`` elements on this device (cached)."""
+    return launch_config(size, device_limits(), BLOCK)
 
-    Kernels are numba.cuda kernels; structural steps are ``cuda_steps.FORMS`` on ``xp``;
-    nothing returns to the host before the results (host arguments: one upload each,
-    when first read; results: one download each, or none when they stay on the device).
-    Launches are asynchronous: the only synchronisation is the results' download (or the
-    read of deferred index checks)."""
 
-    def __init__(self, module, plan, single: bool):
-        self.module, self.plan, self.single = module, plan, single
-        self.placeholders = plan.graph.placeholders
-        self.kernels = {k.index: getattr(module, f"_k{k.index}_cuda") for k in plan.kernels}
-        self.nests = {u.index: getattr(module, f"_n{u.index}_cuda") for u in plan.units
-                      if isinstance(u, Nest)}
-        self.early = [k for k in plan.kernels if not is_fully_known(k.shape) and
-                      all(i.op is PLACEHOLDER or i.is_const for i in k.inputs)]
-        self.const_device: dict = {}
-        self.bound: dict = {}          # (kernel index, blocks, threads) -> configured kernel
-        self.configs: dict = {}        # size -> (blocks, threads)
-        self.reference = None        # set by compile_cuda: the reference interpreter
-        self.compile_error = None    # and CompiledFunction._compile_error
-        self.guards = [(k, j, d) for k, p in enumerate(self.placeholders)
-                       for j, d in enumerate(p.dims) if isinstance(d, str)]
-        fresh = {o.node.index for k in plan.kernels for o in k.outputs}
-        fresh |= {u.node.index for u in plan.units
-                  if isinstance(u, Step) and u.node.op in FRESH_STEPS}
-        self.fresh = fresh
+class _SimulatorLaunch:
+    """The simulator configures a kernel object in place (``kernel[config]`` returns the
+    kernel itself): a cached launch configures it again at each call."""
 
-    def run(self, *args, **kwargs):
-        try:
-            if kwargs:
-                args = self.module.bind_(args, kwargs)     # names the function (runtime)
-            return self._run(args)
-        except Fallback:
-            return self.fallback(args)
-        except NumbaError as exc:
-            raise self.compile_error(exc) from None
+    def __init__(self, kernel, config: tuple):
+        self.kernel, self.config = kernel, config
 
-    def fallback(self, args: tuple):
-        """A call that breaks an assumption of the plan (two unknown lengths it took as
-        equal are not) runs the reference interpreter, on the host."""
+    def __call__(self, *args):
+        return self.kernel[self.config](*args)
+
+
+def bound_kernel(kernel, size: int, stream):
+    """``kernel`` bound to the launch configuration of ``size`` elements and to ``stream``;
+    the generated driver caches the result per (kernel, size, stream)."""
+    config = (*configuration(size), stream)
+    if SIMULATOR:
+        return _SimulatorLaunch(kernel, config)
+    return kernel[config]
+
+
+# --- building a cuda function --------------------------------------------------------------
+
+CUDA_CODEGEN_VERSION = "cuda-5"     # generated driver (cuda_driver), cheap stores recomputed
+
+
+def device_fallback(reference, single: bool):
+    """``reference_`` of a cuda driver: a call that breaks an assumption of the plan (two
+    unknown lengths it took as equal are not) runs the reference interpreter on the host;
+    device arguments come down once each and the results go back up."""
+    def run(args: tuple):
         device_mode = any(is_device_array(a) for a in args)
         host = [to_host(as_device_array(a), "fallback") if is_device_array(a) else a
                 for a in args]
-        out = self.reference(tuple(host))
+        out = reference(tuple(host))
         if not device_mode:
             return out
 
         def back(o):
             return None if o is None else exported(to_device(o, "fallback"))
-        return back(out) if self.single else [back(o) for o in out]
-
-    def check_lengths(self, values: "_Values") -> None:
-        """Unknown lengths that the plan took as equal must be equal in this call."""
-        first: dict = {}
-        for k, j, d in self.guards:
-            n = values.shape(self.placeholders[k])[j]
-            if first.setdefault(d, n) != n:
-                raise Fallback()
-
-    def _run(self, args: tuple):
-        m = self.module
-        if len(args) != len(self.placeholders):
-            m.arity_(args)
-        xp = array_module()
-        values = _Values(xp, self.const_device)
-        device_mode = False
-        for k, (p, a) in enumerate(zip(self.placeholders, args)):
-            if is_device_array(a):
-                device_mode = True
-                d = as_device_array(a)
-                m.check_(k, stand_in(d))
-                values.dev[p.index] = d
-            else:
-                values.host[p.index] = m.check_(k, a)
-        host_args = dict(values.host)
-        self.check_lengths(values)
-        shapes = {k.index: self.iteration_shape(k, values) for k in self.early}
-        ctx = StepContext(xp, _download_for_check)
-        for unit in self.plan.units:
-            if isinstance(unit, Kernel):
-                sh = shapes.get(unit.index) or self.iteration_shape(unit, values)
-                self.launch(unit, sh, values)
-            elif isinstance(unit, Nest):
-                self.launch_nest(unit, values)
-            else:
-                node = unit.node
-                values.dev[node.index] = run_step(
-                    ctx, node, *[values.on_device(i) for i in node.inputs])
-        self.raise_checks(xp, ctx)
-        return self.results(values, host_args, device_mode)
-
-    @staticmethod
-    def raise_checks(xp, ctx: StepContext) -> None:
-        """The deferred index checks of this call: one read of all their flags."""
-        if not ctx.checks:
-            return
-        if bool(to_host(xp.stack([flag for flag, _ in ctx.checks]).any(), "check")):
-            for flag, raise_error in ctx.checks:
-                if bool(to_host(flag, "check")):
-                    raise_error(_download_for_check)
-
-    def iteration_shape(self, kernel, values: _Values) -> tuple:
-        if is_fully_known(kernel.shape):
-            return tuple(kernel.shape)
-        return self.module.bshape_(kernel.index, *[values.shape(i) for i in kernel.inputs])
-
-    def launcher(self, kernel, size: int, nest: bool = False):
-        """The kernel bound to its launch configuration and stream (both cached)."""
-        config = self.configs.get(size)
-        if config is None:
-            config = self.configs[size] = launch_config(size, device_limits(), BLOCK)
-        stream = launch_stream()
-        key = (kernel.index, nest, *config, stream)
-        bound = self.bound.get(key)
-        if bound is None or SIMULATOR:   # the simulator's kernel[...] configures itself
-            fn = self.nests[kernel.index] if nest else self.kernels[kernel.index]
-            bound = self.bound[key] = fn[(*config, stream)]
-        return bound
-
-    def launch_nest(self, nest, values: _Values) -> None:
-        """One kernel for a whole loop nest (``cuda_nest``): rows over blocks."""
-        xp, r = values.xp, nest.rank
-        outs = device_nest_outputs(nest)
-        arrays = []
-        for o in outs:
-            shape = tuple(o.kernel.shape)
-            if not o.out.is_reduction:
-                arrays.append(xp.empty(shape, o.out.node.dtype))
-            else:
-                arrays.append(xp.zeros(tuple(1 if a in o.out.axes else shape[a]
-                                             for a in range(len(shape))), "float64"))
-        sh = tuple(nest.outer.shape)
-        ins = [kernel_argument(values.on_device(i)) for i in nest_inputs(nest)]
-        rows = math.prod(sh[:r - 1])
-        launch = self.launcher(nest, max(1, rows) * BLOCK, nest=True)
-        launch(*sh, *ins, *[kernel_argument(a) for a in arrays])
-        for o, a in zip(outs, arrays):
-            node = o.out.node
-            if not o.out.is_reduction:
-                values.dev[node.index] = a
-                continue
-            shape = tuple(o.kernel.shape)
-            count = math.prod(shape[k] for k in o.out.axes) if o.out.mean else None
-            values.dev[node.index] = finish(xp, a, node.dtype, count).reshape(
-                _reduced_shape(o.out, shape))
-
-    def launch(self, kernel, sh: tuple, values: _Values) -> None:
-        xp, rank = values.xp, len(sh)
-        modes = [output_mode(o, rank) for o in kernel.outputs]
-        outs = []
-        for mode in modes:
-            o = mode.out
-            if mode.accumulates:
-                keep = tuple(1 if a in o.axes else sh[a] for a in range(rank))
-                outs.append(xp.zeros(keep, accumulator_dtype(o)))
-            else:
-                outs.append(xp.empty(sh, o.node.dtype))
-        ins = [kernel_argument(values.on_device(i)) for i in kernel.inputs]
-        self.launcher(kernel, math.prod(sh))(*sh, *ins, *[kernel_argument(o) for o in outs])
-        for mode, out in zip(modes, outs):
-            o = mode.out
-            if not o.is_reduction:
-                values.dev[o.node.index] = out
-                continue
-            count = math.prod(sh[a] for a in o.axes) if o.mean else None
-            out = finish(xp, out, o.node.dtype, count)
-            values.dev[o.node.index] = out.reshape(_reduced_shape(o, sh))
-
-    def results(self, values: _Values, host_args: dict, device_mode: bool):
-        xp = values.xp
-        items, seen = [], set()
-        for o in self.plan.outputs:
-            if o is None:
-                items.append(None)
-                continue
-            new = o.index in self.fresh and o.index not in seen
-            seen.add(o.index)
-            if device_mode:
-                d = values.on_device(o)
-                items.append(exported(d if new else xp.array(d, copy=True)))
-            elif o.is_const:
-                items.append(numpy.array(o.value, copy=True))
-            elif o.index in host_args:
-                items.append(numpy.array(host_args[o.index], copy=True))
-            else:
-                items.append(to_host(values.dev[o.index], "output"))
-        return items[0] if self.single else items
+        return back(out) if single else [back(o) for o in out]
+    return run
 
 
-def _reduced_shape(o, sh: tuple) -> tuple:
-    """The shape of a fused reduction's node, from the iteration shape ``sh``."""
-    node, rank = o.node, len(sh)
-    if node.op is S.unbroadcast:
-        lead = rank - len(node.shape)
-        return tuple(1 if a in o.axes else sh[a] for a in range(lead, rank))
-    if node.attrs.get("keepdims"):
-        return tuple(1 if a in o.axes else sh[a] for a in range(rank))
-    return tuple(sh[a] for a in range(rank) if a not in o.axes)
+def bind_device(module, plan) -> None:
+    """Bind what the generated driver reads but cannot print: the nodes of its steps, and
+    ``UPLOAD_``, which its first call runs: the constants it reads on the device, uploaded
+    once per module as ``K<i>`` ('constant' transfers; not at compile time, so that a
+    module compiles where no device is at hand)."""
+    ns = module.__dict__
+    nodes = {n.index: n for n in plan.graph.order}
+    for unit in plan.units:
+        if isinstance(unit, Step):
+            ns[f"N{unit.node.index}"] = unit.node
+    missing = [i for i in ns["DEVICE_CONSTANTS_"] if f"K{i}" not in ns]
+
+    def upload() -> None:
+        for index in missing:
+            ns[f"K{index}"] = to_device(nodes[index].value, "constant")
+        ns["UPLOAD_"] = None
+
+    ns["UPLOAD_"] = upload if missing else None
 
 
 def compile_cuda(inputs: list, outputs: list, plan, key: str, mode: OutputMode):
-    """The CompiledFunction of ``sg.function(..., target="cuda")`` for a built plan."""
+    """The CompiledFunction of ``sg.function(..., target="cuda")`` for a built plan: its
+    module (kernels and the generated driver, ``cuda_driver``) from the cache or built."""
     key = hashlib.sha256(f"{key}\n{CUDA_CODEGEN_VERSION}".encode()).hexdigest()
+    plan = recompute_cheap_stores(plan)
 
     def build() -> str:
-        return module_source(plan, [lower_kernel(k) for k in plan.kernels], key)
+        writer = CudaModuleWriter(plan, [lower_kernel(k) for k in plan.kernels], key)
+        writer.single = mode.single
+        return writer.source()
 
-    module, source, _ = cache.load_or_build(key, build)
+    module, source, built = cache.load_or_build(key, build)
     bind_runtime(module, plan, inputs)
-    driver = CudaDriver(module, plan, mode.single)
-    module.run = driver.run
-    cls = type("CompiledFunction", (CompiledFunction,), {"__call__": staticmethod(driver.run)})
-    f = cls(inputs, outputs, "cuda", plan, module, source, key, mode)
-    driver.reference, driver.compile_error = f._reference, f._compile_error
+    bind_device(module, plan)
+    # a class per function whose __call__ is the generated driver itself: no extra frame
+    cls = type("CompiledFunction", (CompiledFunction,), {"__call__": staticmethod(module.run)})
+    f = cls(inputs, outputs, CUDA.name, plan, module, source, key, mode)
+    module.__dict__.update(reference_=device_fallback(f._reference, mode.single),
+                           compile_error_=f._compile_error)
+    f.cache_hit = not built
     return f

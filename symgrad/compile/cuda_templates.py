@@ -38,7 +38,8 @@ Reductions (fused ``reduce_sum``/``reduce_mean``/``unbroadcast``)
   row-per-block layout with a block reduction is the planned improvement.
 
 Accumulators are float64 for float sums and int64 for integer/bool sums (as on the CPU);
-``cuda_runtime.finish`` divides means and casts to the node's dtype on the device.
+the generated driver (``cuda_driver``) divides means and casts to the node's dtype on the
+device.
 """
 
 from __future__ import annotations

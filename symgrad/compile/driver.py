@@ -210,14 +210,7 @@ class ModuleWriter:
         self.emit("arity_(args)", 2)
         if n:
             self.emit(unpack)
-        for k, p in enumerate(g.placeholders):
-            v = f"v{p.index}"
-            if is_fully_known(p.shape):
-                self.emit(f"if type({v}) is not ndarray or {v}.dtype is not D{k} or "
-                          f"{v}.shape != {_tuple(map(str, p.shape))}:")
-                self.emit(f"{v} = check_({k}, {v})", 2)
-            else:
-                self.emit(f"{v} = check_({k}, {v})")
+        self.check_arguments()
         self.placeholder_guards()
         early = [u for u in self.plan.units if isinstance(u, Kernel) and
                  not is_fully_known(u.shape) and
@@ -231,7 +224,7 @@ class ModuleWriter:
                 self.nest_call(unit)
             else:
                 self.step(unit)
-        self.emit(f"return {self.returned()}")
+        self.emit_return()
         body = ["    " + line for line in self.lines[1:]]
         fast = ["    " + line for line in fast[1:]]
         return "\n".join([self.lines[0]] + fast + ["    try:"] + body + [
@@ -239,6 +232,20 @@ class ModuleWriter:
             "        return reference_(args)",
             "    except NumbaError_ as exc:",
             "        raise compile_error_(exc) from None"])
+
+    def check_arguments(self) -> None:
+        """The lines checking each argument (a target's writer may write its own)."""
+        for k, p in enumerate(self.plan.graph.placeholders):
+            v = f"v{p.index}"
+            if is_fully_known(p.shape):
+                self.emit(f"if type({v}) is not ndarray or {v}.dtype is not D{k} or "
+                          f"{v}.shape != {_tuple(map(str, p.shape))}:")
+                self.emit(f"{v} = check_({k}, {v})", 2)
+            else:
+                self.emit(f"{v} = check_({k}, {v})")
+
+    def emit_return(self) -> None:
+        self.emit(f"return {self.returned()}")
 
     def placeholder_guards(self) -> None:
         """Unknown lengths that the plan took as equal must be equal in this call."""

@@ -102,12 +102,16 @@ def _step_line(step: Step, target: str) -> str:
 
 def _units(plan: Plan, target: str) -> list:
     lines = []
+    place = get_target(target).kernel_place          # device targets: "device kernel"
+    where = f"  ({place})" if place else ""
     for unit in plan.units:
         if isinstance(unit, Kernel):
-            lines += _kernel_lines(unit, f"kernel {unit.index}")
+            first, *rest = _kernel_lines(unit, f"kernel {unit.index}")
+            lines += [first + where, *rest]
         elif isinstance(unit, Nest):
             lines.append(f"nest {unit.index}  one loop over {format_shape(unit.outer.shape)} "
-                         f"for kernels {', '.join(str(k.index) for k in unit.kernels)}")
+                         f"for kernels {', '.join(str(k.index) for k in unit.kernels)}"
+                         + (f"  (one {place})" if place else ""))
             for k in unit.kernels:
                 lines += ["  " + line for line in _kernel_lines(k, f"kernel {k.index}")]
         else:
@@ -221,8 +225,9 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
     ins = ", ".join(f"{p.name} {p.dtype.name} {format_shape(p.shape)}" for p in inputs)
     head = (f"sg.function target={target!r}: {kernels} kernel{'s' * (kernels != 1)}, "
             f"{steps} step{'s' * (steps != 1)}, inputs {ins or 'none'}")
-    lines = [head] + ([f"kernels run as {get_target(target).kernels_run}"]
-                      if get_target(target).device else []) + _units(plan, target)
+    spec = get_target(target)
+    lines = [head] + ([f"kernels run as {spec.kernels_run}"] if spec.device else []) + \
+        ([f"on the host: {spec.host_runs}"] if spec.host_runs else []) + _units(plan, target)
     temps = _temporaries(plan)
     known = sum(b for _, b in temps if b is not None)
     saved, reuse = _reuse_lines(plan, reused or {}, temps)
@@ -242,7 +247,10 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
     if rejections or nests:
         lines.append("loop nests:")
         lines += [f"  {r}" for r in rejections]
-        lines += _nest_lines(nests)
+        lines += _nest_lines(nests) if get_target(target).pair_rules else [
+            f"  nest {n.index} visits every (i0, i1) of {format_shape(n.outer.shape)} in one "
+            f"{get_target(target).kernel_place} (no symmetry or mask rule on this target)"
+            for n in nests]
     masks = [] if get_target(target).device else _flat_mask_lines(plan)   # host loop templates
     if masks:
         lines.append("constant masks read as index predicates:")

@@ -24,6 +24,9 @@ class Target:
     device: bool = False          # values live in device memory (compile() builds it)
     fixed_math: Optional[str] = None   # the math mode this target always prints
     kernels_run: str = "numba kernels on the host"
+    kernel_place: str = ""        # shown after each kernel and nest by f.explain() if set
+    pair_rules: bool = True       # nests skip pairs by symmetry and constant masks
+    host_runs: str = ""           # device targets: what still runs on the host (explain)
 
     @property
     def distributable(self) -> bool:

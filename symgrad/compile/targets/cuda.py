@@ -27,4 +27,7 @@ class CudaTarget(Target):
 
 
 CUDA = CudaTarget("cuda", nests=True, scatter=False, device=True, fixed_math="libm",
-                  kernels_run="numba.cuda device kernels")
+                  kernels_run="numba.cuda device kernels", kernel_place="device kernel",
+                  pair_rules=False,
+                  host_runs="the argument checks (shapes and dtypes only), one upload per "
+                            "host argument and one download per result of a host call")
