@@ -79,3 +79,30 @@ def test_numbas_first_compile_defers_scipy_linalg_to_the_first_blas_use():
     done = subprocess.run([sys.executable, "-c", _FRESH], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def scalar_function():
+    a, b, c = (sg.placeholder(n) for n in "abc")
+    y = a * sg.sin(b) + sg.exp(c * a)
+    outputs = [y] + sg.gradients(y, [a, b, c])
+    return sg.function([a, b, c], outputs), sg.evaluate(outputs, {a: 0.5, b: 1.5, c: 0.25})
+
+
+def test_scalar_fast_path_takes_every_way_of_calling(scalar_function):
+    """The driver's positional-only parameters: Python floats take the fast path; keyword
+    arguments, numpy scalars, 0-d arrays and ints the checked one, with the same results;
+    a wrong count of arguments still names the function."""
+    f, want = scalar_function
+    assert "/, *rest, **kwargs" in f.source
+    calls = [f(0.5, 1.5, 0.25), f(a=0.5, b=1.5, c=0.25), f(0.5, 1.5, c=0.25),
+             f(np.float64(0.5), 1.5, 0.25), f(np.array(0.5), 1.5, 0.25)]
+    for got in calls:
+        for g, w in zip(got, want):
+            assert isinstance(g, np.ndarray) and g.shape == ()
+            np.testing.assert_allclose(g, w, rtol=1e-14)
+    for args in [(0.5, 1.5), (0.5, 1.5, 0.25, 1.0), ()]:
+        with pytest.raises(TypeError, match="f\\(a, b, c\\)|argument"):
+            f(*args)
+    with pytest.raises(TypeError):
+        f(0.5, 1.5, 0.25, d=1.0)
