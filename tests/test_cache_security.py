@@ -434,6 +434,17 @@ def test_a_cached_library_with_an_unknown_symbol_gets_numbas_full_refresh():
     assert not _links_without_refresh(("not a numba payload",))
 
 
+def test_the_light_load_is_for_cpu_contexts_only():
+    """A cache of another target (numba-cuda's) is loaded by numba's own method."""
+    from symgrad.compile.numba_cache import _load_light
+
+    class OtherCache:
+        def load_overload(self, sig, context):
+            return ("numba's own", sig, context)
+    context = object()
+    assert _load_light(OtherCache(), "sig", context) == ("numba's own", "sig", context)
+
+
 def test_numba_cudas_copy_of_the_cache_file_class_is_sealed_too(fresh, tmp_path):
     """numba-cuda keeps its own IndexDataCacheFile; a class with the same members is
     sealed the same way (and anything else leaves the kernel without a disk cache)."""

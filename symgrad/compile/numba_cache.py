@@ -226,9 +226,13 @@ def _load_light(cache: object, sig: object, context: object) -> object:
     registries, scipy.linalg included, which linking a cached object never uses; a later
     compile refreshes the context itself). What linking needs is numba's runtime (NRT)
     symbols; a cached library that declares any other symbol the process cannot resolve
-    (one that a registry module adds, such as the hash secret) gets the full refresh."""
+    (one that a registry module adds, such as the hash secret) gets the full refresh.
+    Other targets' contexts (numba-cuda's) take numba's own path."""
+    from numba.core.cpu import CPUContext
     from numba.core.runtime import rtsys
 
+    if not isinstance(context, CPUContext):
+        return cache.load_overload(sig, context)
     if not cache._enabled:
         return None
     rtsys.initialize(context)
