@@ -18,11 +18,15 @@ inf, subnormal inputs and results, overflow to inf, sin(inf) = NaN.
 float32 versions compute in float64 and round once (at most 1 ulp in float32; the vector
 lanes are half as many, still far ahead of scalar libm).
 
+They run inside numba functions only (``KernelOnly``: compiled without Python wrappers):
+
 >>> import math
->>> abs(exp_f64(1.0) - math.e) <= math.ulp(math.e)
-True
->>> log_f64(0.0), log_f64(-1.0) != log_f64(-1.0), exp_f64(-math.inf)
-(-inf, True, 0.0)
+>>> @numba.njit
+... def probe(x):
+...     return exp_f64(x), log_f64(x - 1.0), log_f64(-x), exp_f64(-math.inf)
+>>> e, log0, nan, zero = probe(1.0)
+>>> abs(e - math.e) <= math.ulp(math.e), log0, nan != nan, zero
+(True, -inf, True, 0.0)
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
+from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 
 from .support import always_inline
@@ -40,8 +45,22 @@ from .support import always_inline
 _OPTIONS = dict(cache=False, nogil=True, error_model="numpy", fastmath=False)
 
 
+class KernelOnly(CPUDispatcher):
+    """A dispatcher compiled without numba's Python and C-callable wrappers (about half of
+    a small function's compile time): generated kernels call it and LLVM inlines it. A call
+    from Python, which would jump through the missing wrapper, raises instead; call it
+    from a numba function."""
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"symgrad.compile.vecmath.{self.py_func.__name__} runs inside numba "
+                        "functions only (compiled without a Python wrapper)")
+
+
 def _jit(fn):
-    return always_inline(numba.njit(**_OPTIONS)(fn))
+    dispatcher = numba.njit(no_cpython_wrapper=True, no_cfunc_wrapper=True, **_OPTIONS)(fn)
+    if isinstance(dispatcher, CPUDispatcher):    # not under NUMBA_DISABLE_JIT
+        dispatcher.__class__ = KernelOnly
+    return always_inline(dispatcher)
 
 
 def _part(fn):
