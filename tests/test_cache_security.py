@@ -601,6 +601,30 @@ def test_truncated_numba_cache_files_degrade_and_are_repaired(fresh, pattern):
         _check(sg.function([x], y), 71.0)
 
 
+def test_a_sealed_numba_file_whose_library_is_broken_degrades(fresh):
+    """The light load reads the cached library's bitcode before linking: a genuine seal
+    over a broken library (bitcode that does not parse) is one warning and a compile."""
+    import pickle
+    import sys
+
+    from symgrad.compile.numba_cache import SealedCacheFile
+    x, y = _graph(73.0)
+    f = sg.function([x], y)
+    _check(f, 73.0)
+    paths = _numba_files(f, "*.nbc")
+    assert paths
+    for path in paths:
+        payload = pickle.loads(SealedCacheFile.__new__(SealedCacheFile)._read_sealed(str(path)))
+        name, kind, (obj, _bitcode) = payload[0]
+        broken = ((name, kind, (obj, b"not bitcode")),) + tuple(payload[1:])
+        path.write_bytes(trust.seal_bytes(path.name, pickle.dumps(broken)))
+    _forget(f)
+    sys.modules.pop(f.module.__name__, None)
+    with pytest.warns(sg.CacheWarning, match="numba's cache file cannot be read"):
+        g = sg.function([x], y)
+        _check(g, 73.0)
+
+
 def test_a_full_disk_while_numba_saves_its_cache(fresh, monkeypatch):
     from numba.core import caching
 
