@@ -220,6 +220,7 @@ class _GuardedCache:
     def __getattr__(self, name: str) -> object:
         return getattr(self._inner, name)
 
+
 def _load_light(cache: object, sig: object, context: object) -> object:
     """numba's ``Cache.load_overload`` without its ``context.refresh()`` (about 0.25 s on
     a process's first load: it imports numba's whole library of typing and lowering
