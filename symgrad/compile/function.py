@@ -23,6 +23,7 @@ from .eager import compile_module
 from .fold import fold_graph
 from .lower import lower_kernel
 from .nest import Nest, nest_plan
+from .numba_startup import defer_blas_check
 from .oprules import PLACEHOLDER
 from .passes import Context, Pass, run_passes
 from .printer import MATH_MODES
@@ -117,6 +118,8 @@ def bind_pass(ctx: Context) -> str:
 
 
 def numba_pass(ctx: Context) -> str:
+    if ctx.built:
+        defer_blas_check()   # numba's first compile: its registries without scipy.linalg
     runs = compile_module(ctx.module, ctx.inputs,
                           PARALLEL_THRESHOLD if ctx.spec.threads else 0,
                           "ENTRIES_" in ctx.module.__dict__)
