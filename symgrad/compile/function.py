@@ -21,6 +21,7 @@ from .cache_key import CODEGEN_VERSION, compile_key
 from .driver import PARALLEL_THRESHOLD, ModuleWriter
 from .eager import compile_module
 from .fold import fold_graph
+from .hoist import hoist_invariants
 from .lower import lower_kernel
 from .nest import Nest, nest_plan
 from .oprules import PLACEHOLDER
@@ -60,6 +61,13 @@ def _as_inputs(inputs: Any, outputs: list) -> list:
 def fold_pass(ctx: Context) -> str:
     ctx.graph = fold_graph(ctx.outputs, ctx.inputs)
     return f"{len(ctx.graph.order)} nodes after folding"
+
+
+def hoist_pass(ctx: Context) -> str:
+    ctx.graph, hoisted = hoist_invariants(ctx.graph)
+    ctx.graph.hoisted = hoisted
+    return (f"{len(hoisted)} subexpression{'s' * (len(hoisted) != 1)} computed once per "
+            "element of a broadcast operand" if hoisted else "none")
 
 
 def plan_pass(ctx: Context) -> str:   # cuda runs getitem_grad as steps
@@ -132,7 +140,7 @@ def device_module_pass(ctx: Context) -> str:
     return f"{ctx.spec.kernels_run}; module key {ctx.function.key[:16]}"
 
 
-FRONT = [Pass("fold", fold_pass), Pass("plan", plan_pass), Pass("nests", nests_pass),
+FRONT = [Pass("fold", fold_pass), Pass("hoist", hoist_pass), Pass("plan", plan_pass), Pass("nests", nests_pass),
          Pass("key", key_pass, phase=None)]
 PIPELINE = FRONT + [
     Pass("module", module_pass, phase="module (cache or build)"),
