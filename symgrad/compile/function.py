@@ -58,16 +58,11 @@ def _as_inputs(inputs: Any, outputs: list) -> list:
 # The pipeline: each pass takes the compile's Context, sets what it computes and returns
 # what it decided (listed by ``f.explain(passes=True)``, docs/compiler.md).
 
-def fold_pass(ctx: Context) -> str:
-    ctx.graph = fold_graph(ctx.outputs, ctx.inputs)
-    return f"{len(ctx.graph.order)} nodes after folding"
-
-
-def hoist_pass(ctx: Context) -> str:
-    ctx.graph, hoisted = hoist_invariants(ctx.graph)
+def fold_pass(ctx: Context) -> str:   # then loop invariants out of broadcast axes (hoist.py)
+    ctx.graph, hoisted = hoist_invariants(fold_graph(ctx.outputs, ctx.inputs))
     ctx.graph.hoisted = hoisted
-    return (f"{len(hoisted)} subexpression{'s' * (len(hoisted) != 1)} computed once per "
-            "element of a broadcast operand" if hoisted else "none")
+    return f"{len(ctx.graph.order)} nodes after folding" + \
+        (f", {len(hoisted)} hoisted out of broadcast axes" if hoisted else "")
 
 
 def plan_pass(ctx: Context) -> str:   # cuda runs getitem_grad as steps
@@ -140,7 +135,7 @@ def device_module_pass(ctx: Context) -> str:
     return f"{ctx.spec.kernels_run}; module key {ctx.function.key[:16]}"
 
 
-FRONT = [Pass("fold", fold_pass), Pass("hoist", hoist_pass), Pass("plan", plan_pass), Pass("nests", nests_pass),
+FRONT = [Pass("fold", fold_pass), Pass("plan", plan_pass), Pass("nests", nests_pass),
          Pass("key", key_pass, phase=None)]
 PIPELINE = FRONT + [
     Pass("module", module_pass, phase="module (cache or build)"),

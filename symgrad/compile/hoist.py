@@ -20,12 +20,13 @@ elements (or unknown length), where the saved work pays for a kernel's compile.
 
 >>> import symgrad as sg
 >>> from symgrad.compile.fold import fold_graph
->>> x = sg.placeholder("x", shape=(8,))
->>> w = sg.placeholder("w", shape=(4, 8))
->>> y = sg.exp(x) * w + sg.sin(x)
->>> g, hoisted = hoist_invariants(fold_graph([y], [x, w]))
+>>> x = sg.placeholder("x", shape=(128,))
+>>> w = sg.placeholder("w", shape=(256, 128))
+>>> g, hoisted = hoist_invariants(fold_graph([sg.xlogy(w, x)], [x, w]))   # w * log(x)
 >>> [(h.node.attrs["expr"], h.node.shape, h.consumer.shape) for h in hoisted]
-[(exp(_0), (8,), (4, 8))]
+[(log(_0), (128,), (256, 128))]
+>>> g.outputs[0].attrs["expr"]
+Piecewise((0, Eq(_0, 0)), (_0*_1, True))
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from .oprules import E
 from .rewrite import _formula, _set_expr
 
 NEW_KERNEL_MIN = 1 << 15   # elements: a hoist that makes a new kernel pays from here
+ENABLED = True             # tests compare against the unhoisted kernels (set False)
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,14 @@ def _costly(expr: sp.Expr) -> bool:
         if e.is_Pow and not (e.exp.is_Integer and 0 < e.exp <= 4):
             return True
     return False
+
+
+def _denominator(factor: sp.Expr) -> bool:
+    """A factor of a product that ``NumbaPrinter`` prints as a divisor (``x**-2``): it is
+    not hoisted as a reciprocal (``a*(1/b)`` is not ``a/b`` to the last bit), its base
+    may be."""
+    return factor.is_Pow and factor.exp.is_Number and factor.exp < 0 and \
+        not factor.base.is_Number
 
 
 def _shape_of(inputs: list, attr: str) -> tuple:
@@ -159,7 +169,11 @@ class _Hoister:
                 return new_symbol.setdefault(new, sp.Dummy("n", real=True))
             if not e.args:
                 return e
-            args = [visit(a) for a in e.args]
+            if e.is_Mul:   # a denominator prints as a division (num/den): keep it one
+                args = [sp.Pow(visit(a.base), a.exp) if _denominator(a) else visit(a)
+                        for a in e.args]
+            else:
+                args = [visit(a) for a in e.args]
             if all(a is b for a, b in zip(args, e.args)):
                 return e
             return e.func(*args)
@@ -175,6 +189,8 @@ class _Hoister:
 def hoist_invariants(graph: FoldedGraph) -> tuple:
     """(the graph with invariant subexpressions hoisted, the list of ``Hoisted``). The
     folded graph's nodes are rewritten in place; the returned graph is re-sorted."""
+    if not ENABLED:
+        return graph, []
     hoister = _Hoister(graph)
     changed = sum(hoister.rewrite(node) for node in list(graph.order))
     if not changed:
@@ -184,10 +200,12 @@ def hoist_invariants(graph: FoldedGraph) -> tuple:
 
 
 def hoist_lines(hoisted: list) -> list:
-    """The explain section: what each hoist computes once, and for which loop."""
+    """The explain section: per hoist, the node whose loop it leaves and what it computes
+    (over the names of the values it reads)."""
     lines = []
     for h in hoisted:
-        lines.append(f"  {h.node.attrs['expr']} over {', '.join(i.name for i in h.node.inputs)}"
-                     f" -> {h.node.name} {tuple(h.node.shape)}: once per element, not per "
-                     f"element of {h.consumer.name} {tuple(h.consumer.shape)}")
+        names = {input_symbol(k, "f"): sp.Symbol(i.name) for k, i in enumerate(h.node.inputs)}
+        lines.append(f"  {h.consumer.name} {tuple(h.consumer.shape)}: "
+                     f"{h.node.attrs['expr'].xreplace(names)} once per element of "
+                     f"{tuple(h.node.shape)} ({h.node.name})")
     return lines
