@@ -188,11 +188,12 @@ def run_chunks(fn, nc: int, *args, threads: int = 0) -> int:
         return fn(0, 1, *args) or 0
     helpers = min(nc, threads or -(-nc // CHUNKS_PER_THREAD)) - 1
     taken = iter(range(nc))   # next() on it is atomic under the GIL
+    box = [args]   # emptied on return: a pool thread's finished work item keeps no array
 
     def work() -> int:
         total = 0
         for c in taken:
-            total += fn(c, nc, *args) or 0
+            total += fn(c, nc, *box[0]) or 0
         return total
 
     if helpers < 1:
@@ -202,4 +203,7 @@ def run_chunks(fn, nc: int, *args, threads: int = 0) -> int:
         first = work()
     finally:
         rest = _finish(futures, [(lambda: 0, ()) for _ in futures])
+        box.clear()   # else the caller's next output may be allocated before this one is
+        # freed (by the pool thread, later): the heap grows, is trimmed, and every call
+        # faults its output's pages in again (W2: ~200 page faults per call)
     return first + sum(rest)
