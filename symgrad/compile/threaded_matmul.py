@@ -144,13 +144,22 @@ def _one(a, b, out):
 
 
 def _run(jobs: list) -> list:
-    """Runs jobs[1:] on the pool and jobs[0] here; waits for all before returning."""
-    futures = [pool(len(jobs) - 1).submit(_one, *job) for job in jobs[1:]]
+    """Runs jobs[1:] on the pool and jobs[0] here; waits for all before returning. The
+    pool's work items reach the jobs through ``box``, emptied before returning: a pool
+    thread keeps no view of the output (see ``run_chunks``)."""
+    box = [jobs]
+    calls = [(_boxed, (box, j)) for j in range(1, len(jobs))]
+    futures = [pool(len(jobs) - 1).submit(fn, *args) for fn, args in calls]
     try:
         first = _one(*jobs[0])
     finally:
-        rest = _finish(futures, [(_one, job) for job in jobs[1:]])
+        rest = _finish(futures, calls)
+        box.clear()
     return [first] + rest
+
+
+def _boxed(box: list, j: int):
+    return _one(*box[0][j])
 
 
 def _finish(futures: list, calls: list) -> list:
