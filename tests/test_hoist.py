@@ -170,3 +170,26 @@ def test_small_kernels_without_a_smaller_loop_are_not_hoisted():
     from symgrad.compile.fold import fold_graph
     graph, hoisted = hoist.hoist_invariants(fold_graph([sg.xlogy(w, x)], [x, w]))
     assert hoisted == [] and graph.outputs[0].op.name == "xlogy"
+
+
+@pytest.mark.parametrize("formula, hoisted, rest", [
+    ("a/sqrt(b)", ["sqrt(_0)"], "_0/_1"),                  # a divisor stays a divisor
+    ("a/b", [], "_0/_1"),                                   # never a*(1/b)
+    ("a*cos(b)/(b + 1)", ["cos(_0)"], "_0*_2/(_1 + 1)"),    # factors are not regrouped
+    ("a/(b + exp(b))", ["_0 + exp(_0)"], "_0/_1"),          # the maximal invariant tree
+    ("a*b**2 + b", [], None),                               # nothing costly
+])
+def test_what_is_hoisted_from_a_formula(formula, hoisted, rest):
+    import sympy as sp
+    from symgrad.compile.fold import fold_graph
+    from symgrad.ops.elementwise.api import expr
+    from symgrad.ops.symbols import input_symbol
+    a, b = input_symbol(0, "f"), input_symbol(1, "f")
+    x = sg.placeholder("x", shape=(128,))
+    w = sg.placeholder("w", shape=(256, 128))
+    node = expr([w, x], sp.sympify(formula, locals={"a": a, "b": b}), "float64")
+    graph, found = hoist.hoist_invariants(fold_graph([node], [x, w]))
+    assert [str(h.node.attrs["expr"]) for h in found] == hoisted
+    assert all(h.node.shape == (128,) for h in found)
+    if rest is not None:
+        assert str(graph.outputs[0].attrs["expr"]) == rest

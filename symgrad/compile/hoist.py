@@ -74,8 +74,8 @@ def _costly(expr: sp.Expr) -> bool:
 
 def _denominator(factor: sp.Expr) -> bool:
     """A factor of a product that ``NumbaPrinter`` prints as a divisor (``x**-2``): it is
-    not hoisted as a reciprocal (``a*(1/b)`` is not ``a/b`` to the last bit), its base
-    may be."""
+    never hoisted as a reciprocal (``a*(1/b)`` is not ``a/b`` to the last bit); the divisor
+    ``x**2`` (or a part of it) may be."""
     return factor.is_Pow and factor.exp.is_Number and factor.exp < 0 and \
         not factor.base.is_Number
 
@@ -169,9 +169,9 @@ class _Hoister:
                 return new_symbol.setdefault(new, sp.Dummy("n", real=True))
             if not e.args:
                 return e
-            if e.is_Mul:   # a denominator prints as a division (num/den): keep it one
-                args = [sp.Pow(visit(a.base), a.exp) if _denominator(a) else visit(a)
-                        for a in e.args]
+            if e.is_Mul:   # a divisor stays a divisor: a/sqrt(b) -> a/h, h = sqrt(b)
+                args = [sp.Pow(visit(sp.Pow(a.base, -a.exp)), -1) if _denominator(a)
+                        else visit(a) for a in e.args]
             else:
                 args = [visit(a) for a in e.args]
             if all(a is b for a, b in zip(args, e.args)):
