@@ -153,6 +153,7 @@ def test_the_hoist_is_in_explain_and_in_the_source(jacobians, broadcasts):
                for k in jacobians[1].plan.kernels if len(k.shape) == 2)
     g = broadcasts[0]
     assert "log(x) once per element of (128,)" in g.explain()
+    assert "log(z) once per element of (4, 1, 64)" in g.explain()     # a middle axis
 
 
 def test_identity_seed_is_an_index_predicate_in_the_gather_loop(jacobians):
