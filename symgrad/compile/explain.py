@@ -35,6 +35,7 @@ from typing import Optional
 
 from ..shapes import format_shape, is_fully_known
 from .gather import gather_axes
+from .hoist import hoist_lines
 from .lower import lower_kernel
 from .masks import loop_masks, mask_band, predicate
 from .nest import Nest, nest_masks, nest_rejections, nest_symmetry
@@ -251,6 +252,11 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
             f"  nest {n.index} visits every (i0, i1) of {format_shape(n.outer.shape)} in one "
             f"{get_target(target).kernel_place} (no symmetry or mask rule on this target)"
             for n in nests]
+    hoisted = getattr(plan.graph, "hoisted", [])
+    if hoisted:
+        lines.append("hoisted out of broadcast axes (computed once per element of the "
+                     "smaller shape):")
+        lines += hoist_lines(hoisted)
     masks = [] if get_target(target).device else _flat_mask_lines(plan)   # host loop templates
     if masks:
         lines.append("constant masks read as index predicates:")
