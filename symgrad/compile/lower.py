@@ -47,6 +47,9 @@ class LoweredKernel:
     float_dtype: str
     printed: Optional[tuple] = None   # templates.printed: the body's texts, printed once
     texts: Optional[list] = None      # straight kernels: the statements, already printed
+    # straight kernels: (template text over slots Q<k>_, argument texts, value name) per
+    # statement, for bodies written as LLVM IR (llvm_body.function_ir)
+    steps: Optional[list] = None
 
 
 def symbol_names(nodes: list) -> list:
@@ -331,6 +334,8 @@ def lower_straight(kernel: Kernel) -> LoweredKernel:
     value = {id(i): n for i, n in zip(kernel.inputs, names)}
     cache: dict = {}
     texts: list = []
+    steps: list = []
+    joined: dict = {}
     for node in kernel.nodes:
         expr, parts, literals = _node_template(node, value, float_dtype, cache)
         args = [literals.get(k) or value.get(id(i)) for k, i in enumerate(node.inputs)]
@@ -340,6 +345,11 @@ def lower_straight(kernel: Kernel) -> LoweredKernel:
         text = "".join(args[int(p)] if k % 2 else p for k, p in enumerate(parts))
         name = f"u{len(texts)}"
         texts.append(f"{name} = {text}")
+        template = joined.get(id(parts))
+        if template is None:
+            template = joined[id(parts)] = "".join(f"Q{p}_" if k % 2 else p
+                                                   for k, p in enumerate(parts))
+        steps.append((template, args, name))
         value[id(node)] = name
     replacements = [(sp.Symbol(f"q{k}_"), found[0])
                     for k, found in enumerate(cache.values()) if found]
@@ -349,7 +359,7 @@ def lower_straight(kernel: Kernel) -> LoweredKernel:
             sources.append(out.source)
     results = [_symbol(value[id(s)], s.dtype) for s in sources]
     return LoweredKernel(kernel, symbols, sources, list(results), replacements, results,
-                         float_dtype, texts=texts)
+                         float_dtype, texts=texts, steps=steps)
 
 
 _MODULE_CALL = re.compile(r"\b(math|np)\.(\w+)\(")

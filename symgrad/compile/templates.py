@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from .llvm_body import function_ir
 from .lower import LoweredKernel
 from .masks import loop_masks, row_range
 from .printer import NumbaPrinter
@@ -212,9 +213,15 @@ def _named_results(results: list) -> tuple:
 
 
 def split_body_source(lowered: LoweredKernel, name: str, math: str = "libm",
-                      trig: bool = True) -> str:
+                      trig: bool = True, llvm: bool = False) -> str:
     """The scalar body as a chain of functions of at most SPLIT_STATEMENTS statements each
-    (one long straight-line function makes LLVM slow), or one function when short."""
+    (one long straight-line function makes LLVM slow), or one function when short.
+    ``llvm`` (CPU targets): a kernel lowered node by node is written as LLVM IR where
+    ``llvm_body`` can (``llvm_body_source``)."""
+    if llvm:
+        source = llvm_body_source(lowered, name)
+        if source is not None:
+            return source
     reps = lowered.replacements
     if len(reps) <= SPLIT_STATEMENTS or checks_trig(lowered, math):
         return body_source(lowered, name, math, trig)
@@ -252,6 +259,32 @@ def split_body_source(lowered: LoweredKernel, name: str, math: str = "libm",
     lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
     parts.append("\n".join(lines))
     return "\n\n\n".join(parts)
+
+
+# Kernels lowered node by node (``lower.lower_straight``) have their scalar body written as
+# LLVM IR (``llvm_body``) on CPU targets: numba's front end (bytecode, typing, lowering)
+# was about 90% of their compile (deep chain of 2,000 levels and its gradient: 6.7 s of
+# 9.6 s in the body's numba passes, 0.9 s in LLVM).
+LLVM_BODIES = True
+
+
+def llvm_body_source(lowered: LoweredKernel, name: str) -> Optional[str]:
+    """``name = llvm_body_(IR, inputs, outputs)``: the scalar body of a straight float64
+    kernel as an LLVM IR function (None where ``llvm_body`` cannot write it)."""
+    kernel = lowered.kernel
+    if not LLVM_BODIES or lowered.steps is None or lowered.float_dtype != "float64" or \
+            any(n.dtype.name != "float64" for n in list(kernel.nodes) + list(kernel.inputs)):
+        return None
+    results = [r.name for r in lowered.results]
+    ir_text = function_ir(len(lowered.symbols), lowered.steps, results,
+                          inline=len(lowered.steps) <= INLINE_STATEMENTS)
+    if ir_text is None or '"""' in ir_text or "\\" in ir_text:
+        return None
+    names = ", ".join(f"{s.name} = {quoted(n.name)}"
+                      for s, n in zip(lowered.symbols, kernel.inputs))
+    return (f"# {name}: LLVM IR, {len(lowered.steps)} statements ({names or 'no inputs'})\n"
+            "from symgrad.compile.llvm_body import body_function as llvm_body_\n"
+            f'{name} = llvm_body_("""{ir_text}""", {len(lowered.symbols)}, {len(results)})')
 
 
 def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool,

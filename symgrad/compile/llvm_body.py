@@ -1,0 +1,342 @@
+"""Huge scalar bodies written as LLVM IR, one instruction per operation.
+
+numba compiles a Python body by translating its bytecode, typing every statement and
+lowering it to LLVM, at about 0.3 ms of CPU per statement, while LLVM itself needs a
+tenth of that: a straight-line body of tens of thousands of float64 statements
+(``lower.lower_straight``) spends nearly all its compile time in numba's front end.
+For such a body the scalar function is written here directly as LLVM IR: each node's
+template (its printed statement over slots ``Q<k>_``) is translated once into IR
+instructions over slots, and each node instantiates its template. The IR is what numba
+emits for the same Python text (``fadd``/``fmul``/... with the kernel's fast-math flags,
+``llvm.sin.f64`` for ``math.sin``, libm ``tanh`` for ``math.tanh``, ``fcmp`` ordered
+comparisons but ``une`` for ``!=``, ``fsub -0.0, x`` for ``-x``), so the results are
+numba's; a conditional ``(a if c else b)`` is a ``select`` (both arms are pure). A
+template outside that subset (integer powers, helpers, non-float64 values) leaves the
+kernel to numba (``translate`` returns None).
+
+The body is a numba intrinsic (``body_function``) whose IR is compiled once per process
+into its own code library and linked into the loops that call it, as numba links a
+called dispatcher; a loop cached on disk holds the linked body in its object code.
+
+>>> t = template_ir("math.sin(Q0_*0.5) + Q1_")
+>>> print(instantiate(t, "%u3", ["%a0", "%u2"])[0])
+  %u3.0 = fmul reassoc nsz contract afn double %a0, 0x3FE0000000000000
+  %u3.1 = call reassoc nsz contract afn double @llvm.sin.f64(double %u3.0)
+  %u3 = fadd reassoc nsz contract afn double %u3.1, %u2
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import math
+import struct
+from dataclasses import dataclass
+from typing import Optional
+
+FLAGS = "reassoc nsz contract afn"   # templates.FASTMATH, as LLVM flags
+
+# one-argument functions numba lowers to an LLVM intrinsic (``mathimpl.unary_math_intr``,
+# numpy's floor/ceil ufunc loops) or to a libm call (``unary_math_extern``)
+INTRINSICS = {"sin": "llvm.sin.f64", "cos": "llvm.cos.f64", "exp": "llvm.exp.f64",
+              "log": "llvm.log.f64", "log10": "llvm.log10.f64", "fabs": "llvm.fabs.f64",
+              "abs": "llvm.fabs.f64", "floor": "llvm.floor.f64", "ceil": "llvm.ceil.f64"}
+EXTERNS = {"tanh", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+           "expm1", "log1p", "erf", "erfc", "sqrt", "log2"}
+BINARY_EXTERNS = {"atan2"}
+_MODULES = {"math": ("sin", "cos", "exp", "log", "log10", "fabs", "tanh", "tan", "asin",
+                     "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1",
+                     "log1p", "erf", "erfc", "sqrt", "log2", "atan2"),
+            "np": ("floor", "ceil")}
+_BINOPS = {ast.Add: "fadd", ast.Sub: "fsub", ast.Mult: "fmul", ast.Div: "fdiv"}
+_FCMP = {ast.Lt: "olt", ast.LtE: "ole", ast.Gt: "ogt", ast.GtE: "oge", ast.Eq: "oeq",
+         ast.NotEq: "une"}
+_ICMP = {ast.Eq: "eq", ast.NotEq: "ne"}
+
+
+class Unsupported(Exception):
+    """A template outside the subset written as IR: the kernel stays numba's."""
+
+
+def double(value: float) -> str:
+    """An exact LLVM double constant.
+
+    >>> double(0.5), double(float("nan"))
+    ('0x3FE0000000000000', '0x7FF8000000000000')
+    """
+    if math.isnan(value):
+        return "0x7FF8000000000000"
+    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
+
+
+@dataclass
+class TemplateIR:
+    """A node template as IR: ``lines`` formatted with ``n`` (the node's value name) and
+    ``s<k>`` (the slots' operands); ``result`` the value's operand (``{n}`` when the
+    last line defines it); ``declares`` the functions it calls."""
+
+    lines: list
+    result: str
+    declares: set
+
+
+class _Emitter:
+    def __init__(self):
+        self.lines: list = []
+        self.declares: set = set()
+
+    def temp(self, text: str, kind: str = "double") -> tuple:
+        name = f"{{n}}.{len(self.lines)}"
+        self.lines.append(f"  {name} = {text}")
+        return name, kind
+
+    def emit(self, node: ast.AST) -> tuple:
+        """(operand, "double" | "i1") of an expression."""
+        method = getattr(self, "_" + type(node).__name__, None)
+        if method is None:
+            raise Unsupported(type(node).__name__)
+        return method(node)
+
+    def double(self, node: ast.AST) -> str:
+        operand, kind = self.emit(node)
+        if kind != "double":
+            raise Unsupported("bool as number")
+        return operand
+
+    def _Name(self, node):
+        if node.id.startswith("Q") and node.id.endswith("_") and node.id[1:-1].isdigit():
+            return "{s%s}" % node.id[1:-1], "double"
+        raise Unsupported(node.id)
+
+    def _Constant(self, node):
+        if isinstance(node.value, bool):
+            return ("true" if node.value else "false"), "i1"
+        if isinstance(node.value, (int, float)):
+            return double(float(node.value)), "double"
+        raise Unsupported(repr(node.value))
+
+    def _Attribute(self, node):
+        if isinstance(node.value, ast.Name) and node.value.id == "math":
+            if node.attr == "nan":
+                return double(math.nan), "double"
+            if node.attr == "inf":
+                return double(math.inf), "double"
+        raise Unsupported(node.attr)
+
+    def _UnaryOp(self, node):
+        if isinstance(node.op, ast.UAdd):
+            return self.emit(node.operand)
+        if isinstance(node.op, ast.Not):
+            operand, kind = self.emit(node.operand)
+            if kind != "i1":
+                raise Unsupported("not of a number")
+            return self.temp(f"xor i1 {operand}, true", "i1")
+        if isinstance(node.op, ast.USub):
+            if isinstance(node.operand, ast.Constant) and \
+                    isinstance(node.operand.value, (int, float)) and \
+                    not isinstance(node.operand.value, bool):
+                return double(-float(node.operand.value)), "double"   # folded by CPython
+            operand = self.double(node.operand)
+            return self.temp(f"fsub {FLAGS} double {double(-0.0)}, {operand}")
+        raise Unsupported(type(node.op).__name__)
+
+    def _BinOp(self, node):
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise Unsupported(type(node.op).__name__)
+        left, right = self.double(node.left), self.double(node.right)
+        return self.temp(f"{op} {FLAGS} double {left}, {right}")
+
+    def _Compare(self, node):
+        if len(node.ops) != 1:
+            raise Unsupported("chained comparison")
+        (left, lk), (right, rk) = self.emit(node.left), self.emit(node.comparators[0])
+        if lk != rk:
+            raise Unsupported("mixed comparison")
+        if lk == "double" and type(node.ops[0]) in _FCMP:
+            return self.temp(f"fcmp {FLAGS} {_FCMP[type(node.ops[0])]} double {left}, "
+                             f"{right}", "i1")
+        if lk == "i1" and type(node.ops[0]) in _ICMP:
+            return self.temp(f"icmp {_ICMP[type(node.ops[0])]} i1 {left}, {right}", "i1")
+        raise Unsupported(type(node.ops[0]).__name__)
+
+    def _BoolOp(self, node):
+        op = "and" if isinstance(node.op, ast.And) else "or"
+        operands = [self.emit(v) for v in node.values]
+        if any(kind != "i1" for _, kind in operands):
+            raise Unsupported("and/or of numbers")
+        out = operands[0][0]
+        for operand, _ in operands[1:]:
+            out, _ = self.temp(f"{op} i1 {out}, {operand}", "i1")
+        return out, "i1"
+
+    def _IfExp(self, node):
+        cond, kind = self.emit(node.test)
+        if kind != "i1":
+            raise Unsupported("number as condition")
+        (a, ak), (b, bk) = self.emit(node.body), self.emit(node.orelse)
+        if ak != bk:
+            raise Unsupported("arms of two types")
+        return self.temp(f"select i1 {cond}, {ak} {a}, {bk} {b}", ak)
+
+    def _Call(self, node):
+        name = _function_name(node.func)
+        if node.keywords or name is None:
+            raise Unsupported("call")
+        args = [self.double(a) for a in node.args]
+        if name in INTRINSICS and len(args) == 1:
+            callee = INTRINSICS[name]
+            self.declares.add(f"declare double @{callee}(double)")
+        elif name in EXTERNS and len(args) == 1:
+            callee = name
+            self.declares.add(f"declare double @{name}(double) #1")
+        elif name in BINARY_EXTERNS and len(args) == 2:
+            callee = name
+            self.declares.add(f"declare double @{name}(double, double) #1")
+        else:
+            raise Unsupported(name)
+        typed = ", ".join(f"double {a}" for a in args)
+        return self.temp(f"call {FLAGS} double @{callee}({typed})")
+
+
+def _function_name(func: ast.AST) -> Optional[str]:
+    """``math.sin`` / ``math_sin_`` (``lower.alias_module_calls``) / ``abs``: the name."""
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        if func.attr in _MODULES.get(func.value.id, ()):
+            return func.attr
+        return None
+    if isinstance(func, ast.Name):
+        if func.id == "abs":
+            return "abs"
+        for module, names in _MODULES.items():
+            prefix = module + "_"
+            if func.id.startswith(prefix) and func.id.endswith("_") and \
+                    func.id[len(prefix):-1] in names:
+                return func.id[len(prefix):-1]
+    return None
+
+
+def template_ir(text: str) -> TemplateIR:
+    """A printed node template (slots ``Q<k>_``) as IR (raises ``Unsupported``)."""
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError as exc:
+        raise Unsupported(text) from exc
+    emitter = _Emitter()
+    result, kind = emitter.emit(tree)
+    if kind != "double":
+        raise Unsupported("bool value")
+    lines = emitter.lines
+    if lines and result == f"{{n}}.{len(lines) - 1}":   # the last line defines the value
+        lines[-1] = lines[-1].replace(result + " =", "{n} =", 1)
+        result = "{n}"
+    return TemplateIR(lines, result, emitter.declares)
+
+
+def instantiate(template: TemplateIR, name: str, operands: list) -> tuple:
+    """(IR lines, value operand) of one node: ``name`` its value, ``operands`` its slots'."""
+    fields = {f"s{k}": op for k, op in enumerate(operands)}
+    fields["n"] = name
+    text = "\n".join(template.lines).format(**fields) if template.lines else ""
+    return text, template.result.format(**fields)
+
+
+def operand(text: str) -> str:
+    """A statement argument (a name, or a literal such as ``0.5`` or ``(-2.0)``)."""
+    if text.isidentifier():
+        return "%" + text
+    return double(float(text.strip("()")))
+
+
+def function_ir(n_in: int, steps: list, results: list, inline: bool) -> Optional[str]:
+    """The IR module of ``void @SYMBOL_(double a0, .., ptr out)`` (``body_function`` names
+    it by the hash of the text), or None when a template
+    is outside the subset. ``steps``: (template text, argument texts, value name) per
+    statement in order; ``results``: the names (or literals) stored to ``out[j]``."""
+    translated: dict = {}
+    declares: set = set()
+    value: dict = {}
+    body = []
+    for text, args, name in steps:
+        template = translated.get(text)
+        if template is None:
+            try:
+                template = translated[text] = template_ir(text)
+            except Unsupported:
+                return None
+            declares |= template.declares
+        ops = [None if a is None else value.get(a) or operand(a) for a in args]
+        lines, result = instantiate(template, "%" + name, ops)
+        if lines:
+            body.append(lines)
+        if result != "%" + name:
+            value[name] = result
+    params = ", ".join([f"double %a{k}" for k in range(n_in)] + ["ptr noalias %out"])
+    head = [f"define weak_odr void @SYMBOL_({params}) #0 {{", "entry:"]
+    stores = []
+    for j, r in enumerate(results):
+        v = value.get(r) or operand(r)
+        stores += [f"  %out.{j} = getelementptr inbounds double, ptr %out, i64 {j}",
+                   f"  store double {v}, ptr %out.{j}"]
+    attrs = "nounwind alwaysinline" if inline else "nounwind"
+    return "\n".join(head + body + stores + ["  ret void", "}", *sorted(declares),
+                                             f"attributes #0 = {{ {attrs} }}",
+                                             "attributes #1 = { nounwind memory(read) }"]) + "\n"
+
+
+def symbol_of(ir_text: str) -> str:
+    """A symbol unique to the body's IR (equal IR, equal function)."""
+    return "symgrad_body_" + hashlib.sha256(ir_text.encode()).hexdigest()[:24]
+
+
+def _add_body(library, symbol: str, ir_text: str) -> None:
+    """Add the body's IR to ``library`` (the calling loop's), once per library: it is
+    optimised with the loop and compiled once into the loop's object code (a library of
+    its own would be optimised and compiled once more, for nothing)."""
+    import llvmlite.binding as ll
+
+    added = getattr(library, "symgrad_bodies_", None)
+    if added is None:
+        added = library.symgrad_bodies_ = set()
+    if symbol in added:
+        return
+    module = ll.parse_assembly(ir_text.replace("@SYMBOL_", "@" + symbol))
+    module.verify()
+    library.add_llvm_module(module)
+    added.add(symbol)
+
+
+def body_function(ir_text: str, n_in: int, n_out: int):
+    """The numba intrinsic ``body(a0, .., a<n_in - 1>) -> UniTuple(float64, n_out)`` that
+    calls the IR function of ``ir_text`` (defined as ``@SYMBOL_``)."""
+    from llvmlite import ir
+    from numba import types
+    from numba.core import cgutils
+    from numba.core.errors import TypingError
+    from numba.extending import intrinsic
+
+    symbol = symbol_of(ir_text)
+
+    def build(args):
+        if any(a != types.float64 for a in args):
+            raise TypingError(f"symgrad LLVM body {symbol}: float64 arguments expected, "
+                              f"got {args}")
+        return types.UniTuple(types.float64, n_out)(*args), codegen
+
+    def codegen(context, builder, sig, args):
+        _add_body(context.active_code_library, symbol, ir_text)
+        d = ir.DoubleType()
+        fnty = ir.FunctionType(ir.VoidType(), [d] * n_in + [d.as_pointer()])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
+        out = cgutils.alloca_once(builder, ir.ArrayType(d, n_out))
+        ptr = builder.bitcast(out, d.as_pointer())
+        builder.call(fn, list(args) + [ptr])
+        values = [builder.load(builder.gep(ptr, [ir.Constant(ir.IntType(64), j)]))
+                  for j in range(n_out)]
+        return context.make_tuple(builder, sig.return_type, values)
+
+    params = ", ".join(f"a{k}" for k in range(n_in))
+    namespace: dict = {}
+    exec(f"def body(typingctx, {params}):\n"       # noqa: S102 - a fixed parameter list
+         f"    return build(({params}{',' if n_in == 1 else ''}))", {"build": build}, namespace)
+    return intrinsic(namespace["body"])
