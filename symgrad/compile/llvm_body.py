@@ -78,12 +78,15 @@ class TemplateIR:
     lines: list
     result: str
     declares: set
+    helpers: set = frozenset()   # (spec, number of arguments) of the helpers it calls
 
 
 class _Emitter:
-    def __init__(self):
+    def __init__(self, kinds: tuple, helpers: dict):
+        self.kinds, self.helpers = kinds, helpers
         self.lines: list = []
         self.declares: set = set()
+        self.called: set = set()
 
     def temp(self, text: str, kind: str = "double") -> tuple:
         name = f"{{n}}.{len(self.lines)}"
@@ -105,7 +108,10 @@ class _Emitter:
 
     def _Name(self, node):
         if node.id.startswith("Q") and node.id.endswith("_") and node.id[1:-1].isdigit():
-            return "{s%s}" % node.id[1:-1], "double"
+            k = int(node.id[1:-1])
+            if k >= len(self.kinds) or self.kinds[k] is None:
+                raise Unsupported(f"slot {k} of an unsupported type")
+            return "{s%d}" % k, self.kinds[k]
         raise Unsupported(node.id)
 
     def _Constant(self, node):
@@ -180,6 +186,8 @@ class _Emitter:
         return self.temp(f"select i1 {cond}, {ak} {a}, {bk} {b}", ak)
 
     def _Call(self, node):
+        if isinstance(node.func, ast.Name) and node.func.id in self.helpers:
+            return self._helper(node)
         name = _function_name(node.func)
         if node.keywords or name is None:
             raise Unsupported("call")
@@ -197,6 +205,22 @@ class _Emitter:
             raise Unsupported(name)
         typed = ", ".join(f"double {a}" for a in args)
         return self.temp(f"call {FLAGS} double @{callee}({typed})")
+
+    def _helper(self, node):
+        """An njit helper (``support.sign_``, ..) of float64 arguments: a call of its
+        numba-compiled function (numba's calling convention: status = f(&result,
+        &excinfo, args..), ignored: the helpers never raise), linked in at codegen."""
+        if node.keywords:
+            raise Unsupported("call")
+        spec = self.helpers[node.func.id]
+        args = [self.double(a) for a in node.args]
+        self.called.add((spec, len(args)))
+        result, _ = self.temp("alloca double")
+        excinfo, _ = self.temp("alloca ptr")
+        typed = "".join(f", double {a}" for a in args)
+        self.temp(f"call i32 @{helper_symbol(spec, len(args))}(ptr {result}, ptr {excinfo}"
+                  f"{typed})", "i32")
+        return self.temp(f"load double, ptr {result}")
 
 
 def _function_name(func: ast.AST) -> Optional[str]:
@@ -216,21 +240,31 @@ def _function_name(func: ast.AST) -> Optional[str]:
     return None
 
 
-def template_ir(text: str) -> TemplateIR:
-    """A printed node template (slots ``Q<k>_``) as IR (raises ``Unsupported``)."""
+def helper_symbol(spec: str, nargs: int) -> str:
+    """The placeholder symbol of helper ``spec`` in a body's IR (``_link_helpers`` puts
+    the compiled function's name in its place)."""
+    return f"symgrad.helper.{nargs}.{spec.replace(':', '.')}"
+
+
+def template_ir(text: str, kinds: tuple = (), result: str = "double",
+                helpers: Optional[dict] = None) -> TemplateIR:
+    """A printed node template (slots ``Q<k>_`` of ``kinds``: "double", "i1" or None for
+    another type; the node's value of kind ``result``; ``helpers``: {alias: "pkg.mod:fn"}
+    of the njit helpers it may call) as IR (raises ``Unsupported``)."""
     try:
         tree = ast.parse(text, mode="eval").body
     except SyntaxError as exc:
         raise Unsupported(text) from exc
-    emitter = _Emitter()
-    result, kind = emitter.emit(tree)
-    if kind != "double":
-        raise Unsupported("bool value")
+    emitter = _Emitter(tuple(kinds) or ("double",) * 8, helpers or {})
+    value, kind = emitter.emit(tree)
+    if kind != result:
+        raise Unsupported(f"a {kind} value for a {result} node")
+    result = value
     lines = emitter.lines
     if lines and result == f"{{n}}.{len(lines) - 1}":   # the last line defines the value
         lines[-1] = lines[-1].replace(result + " =", "{n} =", 1)
         result = "{n}"
-    return TemplateIR(lines, result, emitter.declares)
+    return TemplateIR(lines, result, emitter.declares, frozenset(emitter.called))
 
 
 def instantiate(template: TemplateIR, name: str, operands: list) -> tuple:
@@ -248,40 +282,51 @@ def operand(text: str) -> str:
     return double(float(text.strip("()")))
 
 
-def function_ir(n_in: int, steps: list, results: list, inline: bool) -> Optional[str]:
-    """The IR module of ``void @SYMBOL_(double a0, .., ptr out)`` (``body_function`` names
-    it by the hash of the text), or None when a template
-    is outside the subset. ``steps``: (template text, argument texts, value name) per
-    statement in order; ``results``: the names (or literals) stored to ``out[j]``."""
+def function_ir(inputs: tuple, steps: list, results: list, inline: bool,
+                helpers: Optional[dict] = None) -> Optional[tuple]:
+    """(IR module text, helpers called) of ``void @SYMBOL_(a0, .., ptr out)``
+    (``body_function`` names it by the hash of the text), or None when a statement is
+    outside the subset. ``inputs``: the kinds ("double", "i1") of the arguments;
+    ``steps``: (template text, argument texts, value name, slot kinds, value kind) per
+    statement in order; ``results``: the names (or literals) of float64 values stored to
+    ``out[j]``; ``helpers``: {alias: "pkg.mod:fn"} of the njit helpers templates call."""
     translated: dict = {}
     declares: set = set()
+    called: set = set()
     value: dict = {}
     body = []
-    for text, args, name in steps:
-        template = translated.get(text)
+    for text, args, name, kinds, kind in steps:
+        template = translated.get((text, kinds, kind))
         if template is None:
             try:
-                template = translated[text] = template_ir(text)
+                template = template_ir(text, kinds, kind, helpers)
             except Unsupported:
                 return None
+            translated[(text, kinds, kind)] = template
             declares |= template.declares
+            called |= template.helpers
         ops = [None if a is None else value.get(a) or operand(a) for a in args]
         lines, result = instantiate(template, "%" + name, ops)
         if lines:
             body.append(lines)
         if result != "%" + name:
             value[name] = result
-    params = ", ".join([f"double %a{k}" for k in range(n_in)] + ["ptr noalias %out"])
+    params = ", ".join([f"{kind} %a{k}" for k, kind in enumerate(inputs)] +
+                       ["ptr noalias %out"])
     head = [f"define weak_odr void @SYMBOL_({params}) #0 {{", "entry:"]
     stores = []
     for j, r in enumerate(results):
         v = value.get(r) or operand(r)
         stores += [f"  %out.{j} = getelementptr inbounds double, ptr %out, i64 {j}",
                    f"  store double {v}, ptr %out.{j}"]
+    for spec, nargs in sorted(called):
+        declares.add(f"declare i32 @{helper_symbol(spec, nargs)}(ptr, ptr"
+                     f"{', double' * nargs})")
     attrs = "nounwind alwaysinline" if inline else "nounwind"
-    return "\n".join(head + body + stores + ["  ret void", "}", *sorted(declares),
+    text = "\n".join(head + body + stores + ["  ret void", "}", *sorted(declares),
                                              f"attributes #0 = {{ {attrs} }}",
-                                             "attributes #1 = { nounwind memory(read) }"]) + "\n"
+                                             "attributes #1 = { nounwind memory(read) }"])
+    return text + "\n", tuple(sorted(called))
 
 
 def symbol_of(ir_text: str) -> str:
@@ -289,10 +334,28 @@ def symbol_of(ir_text: str) -> str:
     return "symgrad_body_" + hashlib.sha256(ir_text.encode()).hexdigest()[:24]
 
 
-def _add_body(library, symbol: str, ir_text: str) -> None:
+def _helper(spec: str, nargs: int):
+    """The compile result of njit helper ``spec`` for float64 arguments."""
+    import importlib
+
+    from numba import types
+
+    module, _, name = spec.partition(":")
+    dispatcher = getattr(importlib.import_module(module), name)
+    sig = (types.float64,) * nargs
+    dispatcher.compile(sig)
+    cres = dispatcher.overloads[sig]
+    if cres.signature.return_type != types.float64:
+        raise TypeError(f"symgrad LLVM body: helper {spec} returns "
+                        f"{cres.signature.return_type}, float64 expected")
+    return cres
+
+
+def _add_body(library, symbol: str, ir_text: str, helpers: tuple) -> None:
     """Add the body's IR to ``library`` (the calling loop's), once per library: it is
     optimised with the loop and compiled once into the loop's object code (a library of
-    its own would be optimised and compiled once more, for nothing)."""
+    its own would be optimised and compiled once more, for nothing). The helpers it calls
+    are linked as numba links a called function."""
     import llvmlite.binding as ll
 
     added = getattr(library, "symgrad_bodies_", None)
@@ -300,15 +363,23 @@ def _add_body(library, symbol: str, ir_text: str) -> None:
         added = library.symgrad_bodies_ = set()
     if symbol in added:
         return
-    module = ll.parse_assembly(ir_text.replace("@SYMBOL_", "@" + symbol))
+    text = ir_text.replace("@SYMBOL_", "@" + symbol)
+    for spec, nargs in helpers:
+        cres = _helper(spec, nargs)
+        library.add_linking_library(cres.library)
+        text = text.replace("@" + helper_symbol(spec, nargs) + "(",
+                            f'@"{cres.fndesc.llvm_func_name}"(')
+    module = ll.parse_assembly(text)
     module.verify()
     library.add_llvm_module(module)
     added.add(symbol)
 
 
-def body_function(ir_text: str, n_in: int, n_out: int):
-    """The numba intrinsic ``body(a0, .., a<n_in - 1>) -> UniTuple(float64, n_out)`` that
-    calls the IR function of ``ir_text`` (defined as ``@SYMBOL_``)."""
+def body_function(ir_text: str, inputs: tuple, n_out: int, helpers: tuple = ()):
+    """The numba intrinsic ``body(a0, ..) -> UniTuple(float64, n_out)`` that calls the IR
+    function of ``ir_text`` (defined as ``@SYMBOL_``); ``inputs``: the arguments' kinds
+    ("double": float64, "i1": bool); ``helpers``: (spec, number of arguments) of the njit
+    helpers it calls."""
     from llvmlite import ir
     from numba import types
     from numba.core import cgutils
@@ -316,17 +387,19 @@ def body_function(ir_text: str, n_in: int, n_out: int):
     from numba.extending import intrinsic
 
     symbol = symbol_of(ir_text)
+    expected = tuple(types.float64 if k == "double" else types.boolean for k in inputs)
+    lltypes = {"double": ir.DoubleType(), "i1": ir.IntType(1)}
 
     def build(args):
-        if any(a != types.float64 for a in args):
-            raise TypingError(f"symgrad LLVM body {symbol}: float64 arguments expected, "
+        if tuple(args) != expected:
+            raise TypingError(f"symgrad LLVM body {symbol}: arguments {expected} expected, "
                               f"got {args}")
         return types.UniTuple(types.float64, n_out)(*args), codegen
 
     def codegen(context, builder, sig, args):
-        _add_body(context.active_code_library, symbol, ir_text)
+        _add_body(context.active_code_library, symbol, ir_text, helpers)
         d = ir.DoubleType()
-        fnty = ir.FunctionType(ir.VoidType(), [d] * n_in + [d.as_pointer()])
+        fnty = ir.FunctionType(ir.VoidType(), [lltypes[k] for k in inputs] + [d.as_pointer()])
         fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
         out = cgutils.alloca_once(builder, ir.ArrayType(d, n_out))
         ptr = builder.bitcast(out, d.as_pointer())
@@ -335,8 +408,9 @@ def body_function(ir_text: str, n_in: int, n_out: int):
                   for j in range(n_out)]
         return context.make_tuple(builder, sig.return_type, values)
 
-    params = ", ".join(f"a{k}" for k in range(n_in))
+    params = ", ".join(f"a{k}" for k in range(len(inputs)))
+    comma = "," if len(inputs) == 1 else ""
     namespace: dict = {}
     exec(f"def body(typingctx, {params}):\n"       # noqa: S102 - a fixed parameter list
-         f"    return build(({params}{',' if n_in == 1 else ''}))", {"build": build}, namespace)
+         f"    return build(({params}{comma}))", {"build": build}, namespace)
     return intrinsic(namespace["body"])

@@ -47,8 +47,8 @@ class LoweredKernel:
     float_dtype: str
     printed: Optional[tuple] = None   # templates.printed: the body's texts, printed once
     texts: Optional[list] = None      # straight kernels: the statements, already printed
-    # straight kernels: (template text over slots Q<k>_, argument texts, value name) per
-    # statement, for bodies written as LLVM IR (llvm_body.function_ir)
+    # straight kernels: (template text over slots Q<k>_, argument texts, value name, slot
+    # kinds, value kind) per statement, for bodies written as LLVM IR (llvm_body)
     steps: Optional[list] = None
 
 
@@ -349,7 +349,8 @@ def lower_straight(kernel: Kernel) -> LoweredKernel:
         if template is None:
             template = joined[id(parts)] = "".join(f"Q{p}_" if k % 2 else p
                                                    for k, p in enumerate(parts))
-        steps.append((template, args, name))
+        steps.append((template, args, name, tuple(_ir_kind(i.dtype) for i in node.inputs),
+                      _ir_kind(node.dtype)))
         value[id(node)] = name
     replacements = [(sp.Symbol(f"q{k}_"), found[0])
                     for k, found in enumerate(cache.values()) if found]
@@ -360,6 +361,12 @@ def lower_straight(kernel: Kernel) -> LoweredKernel:
     results = [_symbol(value[id(s)], s.dtype) for s in sources]
     return LoweredKernel(kernel, symbols, sources, list(results), replacements, results,
                          float_dtype, texts=texts, steps=steps)
+
+
+def _ir_kind(dtype) -> Optional[str]:
+    """The LLVM type of a value in a body written as IR (``llvm_body``): float64 and bool
+    only (None: another type, the body stays numba's)."""
+    return {"float64": "double", "bool": "i1"}.get(dtype.name)
 
 
 _MODULE_CALL = re.compile(r"\b(math|np)\.(\w+)\(")

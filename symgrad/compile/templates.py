@@ -21,7 +21,7 @@ from typing import Optional
 from .llvm_body import function_ir
 from .lower import LoweredKernel
 from .masks import loop_masks, row_range
-from .printer import NumbaPrinter
+from .printer import NumbaPrinter, helpers_used
 from .regions import KernelOutput
 from .access import InputAccess
 from .gather import base_reads, gather_accesses, gather_axes, gather_loop_source
@@ -269,22 +269,29 @@ LLVM_BODIES = True
 
 
 def llvm_body_source(lowered: LoweredKernel, name: str) -> Optional[str]:
-    """``name = llvm_body_(IR, inputs, outputs)``: the scalar body of a straight float64
-    kernel as an LLVM IR function (None where ``llvm_body`` cannot write it)."""
+    """``name = llvm_body_(IR, ..)``: the scalar body of a straight kernel of float64 and
+    bool values with float64 results as an LLVM IR function (None where ``llvm_body``
+    cannot write it)."""
     kernel = lowered.kernel
-    if not LLVM_BODIES or lowered.steps is None or lowered.float_dtype != "float64" or \
-            any(n.dtype.name != "float64" for n in list(kernel.nodes) + list(kernel.inputs)):
+    inputs = tuple(_IR_KINDS.get(i.dtype.name) for i in kernel.inputs)
+    if not LLVM_BODIES or lowered.steps is None or None in inputs or \
+            any(s.dtype.name != "float64" for s in lowered.sources):
         return None
     results = [r.name for r in lowered.results]
-    ir_text = function_ir(len(lowered.symbols), lowered.steps, results,
-                          inline=len(lowered.steps) <= INLINE_STATEMENTS)
-    if ir_text is None or '"""' in ir_text or "\\" in ir_text:
+    helpers = dict(helpers_used([e for _, e in lowered.replacements]))
+    made = function_ir(inputs, lowered.steps, results,
+                       len(lowered.steps) <= INLINE_STATEMENTS, helpers)
+    if made is None or '"""' in made[0] or "\\" in made[0]:
         return None
     names = ", ".join(f"{s.name} = {quoted(n.name)}"
                       for s, n in zip(lowered.symbols, kernel.inputs))
     return (f"# {name}: LLVM IR, {len(lowered.steps)} statements ({names or 'no inputs'})\n"
             "from symgrad.compile.llvm_body import body_function as llvm_body_\n"
-            f'{name} = llvm_body_("""{ir_text}""", {len(lowered.symbols)}, {len(results)})')
+            f'{name} = llvm_body_("""{made[0]}""", {inputs!r}, {len(results)}, '
+            f"{made[1]!r})")
+
+
+_IR_KINDS = {"float64": "double", "bool": "i1"}
 
 
 def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool,
