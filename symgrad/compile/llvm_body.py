@@ -20,9 +20,9 @@ called dispatcher; a loop cached on disk holds the linked body in its object cod
 
 >>> t = template_ir("math.sin(Q0_*0.5) + Q1_")
 >>> print(instantiate(t, "%u3", ["%a0", "%u2"])[0])
-  %u3.0 = fmul reassoc nsz contract afn double %a0, 0x3FE0000000000000
-  %u3.1 = call reassoc nsz contract afn double @llvm.sin.f64(double %u3.0)
-  %u3 = fadd reassoc nsz contract afn double %u3.1, %u2
+  %u3.0 = fmul nsz contract afn double %a0, 0x3FE0000000000000
+  %u3.1 = call nsz contract afn double @llvm.sin.f64(double %u3.0)
+  %u3 = fadd nsz contract afn double %u3.1, %u2
 """
 
 from __future__ import annotations
@@ -34,7 +34,13 @@ import struct
 from dataclasses import dataclass
 from typing import Optional
 
-FLAGS = "reassoc nsz contract afn"   # templates.FASTMATH, as LLVM flags
+# templates.FASTMATH as LLVM flags, less 'reassoc': LLVM's Reassociate pass takes a tree of
+# single-use reassociable operations whole, at a cost quadratic in its leaves, and the sums
+# of a gradient make such a tree across thousands of nodes (deep chain of 6,667 levels:
+# 1.3 s of Reassociate, 44% of LLVM's time); without it on the last operation of each
+# node, the machine combiner took 9.5 s instead. A straight-line body gains nothing from
+# reassociation (its loop vectorises across elements; the loop's sums keep their flags).
+FLAGS = "nsz contract afn"
 
 # one-argument functions numba lowers to an LLVM intrinsic (``mathimpl.unary_math_intr``,
 # numpy's floor/ceil ufunc loops) or to a libm call (``unary_math_extern``)
@@ -264,6 +270,7 @@ def template_ir(text: str, kinds: tuple = (), result: str = "double",
     if lines and result == f"{{n}}.{len(lines) - 1}":   # the last line defines the value
         lines[-1] = lines[-1].replace(result + " =", "{n} =", 1)
         result = "{n}"
+
     return TemplateIR(lines, result, emitter.declares, frozenset(emitter.called))
 
 
