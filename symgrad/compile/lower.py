@@ -284,9 +284,9 @@ def _node_template(node, value: dict, float_dtype: str, cache: dict) -> tuple:
     attributes and input kinds (and constants, where a literal would not print as the
     number does)."""
     slotted = [_slot_constant(i, value) for i in node.inputs]
-    ins = tuple(("v" if id(i) in value or slot else repr(i.uniform), i.dtype.name)
+    ins = tuple(("v" if id(i) in value or slot else repr(i.uniform), i.dtype)
                 for i, slot in zip(node.inputs, slotted))
-    key = (node.op, _attrs_key(node.attrs), node.dtype.name, ins)
+    key = (node.op, _attrs_key(node.attrs), node.dtype, ins)   # dtypes hash as their names
     found = cache.get(key)
     if found is None:
         found = cache[key] = _template(node, value, float_dtype, slotted)
@@ -297,12 +297,16 @@ def _node_template(node, value: dict, float_dtype: str, cache: dict) -> tuple:
         if found is None:
             found = cache[key] = _template(node, value, float_dtype, [False] * len(slotted))
     expr, parts = found
-    printer = NumbaPrinter(float_dtype, "libm", True)
     literals = {}
     for k, (i, slot) in enumerate(zip(node.inputs, slotted)):
         if slot:
-            text = printer.number(number(i.uniform), integer=False)
-            literals[k] = f"({text})" if text.startswith("-") else text
+            literal_key = ("literal", repr(float(i.uniform)))
+            text = cache.get(literal_key)
+            if text is None:
+                text = NumbaPrinter(float_dtype, "libm", True).number(number(i.uniform),
+                                                                      integer=False)
+                text = cache[literal_key] = f"({text})" if text.startswith("-") else text
+            literals[k] = text
     return expr, parts, literals
 
 
@@ -353,7 +357,8 @@ def lower_straight(kernel: Kernel) -> LoweredKernel:
                       _ir_kind(node.dtype)))
         value[id(node)] = name
     replacements = [(sp.Symbol(f"q{k}_"), found[0])
-                    for k, found in enumerate(cache.values()) if found]
+                    for k, found in enumerate(v for v in cache.values()
+                                              if isinstance(v, tuple))]
     sources = []
     for out in kernel.outputs:
         if out.source not in sources:
@@ -366,7 +371,10 @@ def lower_straight(kernel: Kernel) -> LoweredKernel:
 def _ir_kind(dtype) -> Optional[str]:
     """The LLVM type of a value in a body written as IR (``llvm_body``): float64 and bool
     only (None: another type, the body stays numba's)."""
-    return {"float64": "double", "bool": "i1"}.get(dtype.name)
+    return _IR_KINDS.get(dtype)
+
+
+_IR_KINDS = {np.dtype("float64"): "double", np.dtype("bool"): "i1"}   # (dtype.name is slow)
 
 
 _MODULE_CALL = re.compile(r"\b(math|np)\.(\w+)\(")

@@ -272,9 +272,11 @@ def llvm_body_source(lowered: LoweredKernel, name: str) -> Optional[str]:
     """``name = llvm_body_(IR, ..)``: the scalar body of a straight kernel of float64 and
     bool values with float64 results as an LLVM IR function (None where ``llvm_body``
     cannot write it)."""
+    from numba.core import config
+
     kernel = lowered.kernel
     inputs = tuple(_IR_KINDS.get(i.dtype.name) for i in kernel.inputs)
-    if not LLVM_BODIES or lowered.steps is None or None in inputs or \
+    if not LLVM_BODIES or config.DISABLE_JIT or lowered.steps is None or None in inputs or \
             any(s.dtype.name != "float64" for s in lowered.sources):
         return None
     results = [r.name for r in lowered.results]
