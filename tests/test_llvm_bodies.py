@@ -7,7 +7,7 @@ import pytest
 from numba.core import event
 
 import symgrad as sg
-from symgrad.compile import cache, cache_key, lower, templates
+from symgrad.compile import cache, cache_key, llvm_body, lower, templates
 from symgrad.compile.eager import dispatchers
 from symgrad.compile.llvm_body import Unsupported, template_ir
 
@@ -77,14 +77,19 @@ def test_ir_body_agrees_with_numba_body_and_cse_path(straight, monkeypatch, targ
     assert np.isnan(got[0][0]) and np.isnan(got[2][0])   # NaN in, NaN out and gradient
 
 
-def test_deep_chain_matches_evaluate_and_finite_differences(straight):
+@pytest.mark.parametrize("long", [False, True])
+def test_deep_chain_matches_evaluate_and_finite_differences(straight, monkeypatch, long):
+    if long:   # a body past REASSOC_STATEMENTS: no 'reassoc'
+        monkeypatch.setattr(llvm_body, "REASSOC_STATEMENTS", 20)
+        variant(monkeypatch, "long")
     x = sg.placeholder("x", shape=(None,))
     y = x
     for _ in range(30):
         y = sg.sin(y) * 0.5 + x
     (g,) = sg.gradients(y, x)
     f = sg.function([x], [y, g])
-    assert IR_BODY in f.source
+    body = f.source.split(IR_BODY)[1].split('""", ')[0]
+    assert ("fadd reassoc" in body) is not long and ("fadd nsz" in body) is long
     a = np.linspace(-3.0, 3.0, 11)
     got = f(a)
     for p, q in zip(got, sg.evaluate([y, g], {x: a})):
@@ -145,8 +150,8 @@ def test_templates_outside_the_subset(text):
 def test_template_reads_like_numba():
     t = template_ir("(-Q0_ if (Q0_ != Q1_) else math.nan)")
     text = "\n".join(t.lines)
-    assert "fsub nsz contract afn double 0x8000000000000000, {s0}" in text
-    assert "fcmp nsz contract afn une double {s0}, {s1}" in text
+    assert "fsub reassoc nsz contract afn double 0x8000000000000000, {s0}" in text
+    assert "fcmp reassoc nsz contract afn une double {s0}, {s1}" in text
     assert "0x7FF8000000000000" in text and t.result == "{n}"
     assert template_ir("1.0").lines == [] and template_ir("1.0").result == \
         "0x3FF0000000000000"

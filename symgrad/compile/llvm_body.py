@@ -20,9 +20,9 @@ called dispatcher; a loop cached on disk holds the linked body in its object cod
 
 >>> t = template_ir("math.sin(Q0_*0.5) + Q1_")
 >>> print(instantiate(t, "%u3", ["%a0", "%u2"])[0])
-  %u3.0 = fmul nsz contract afn double %a0, 0x3FE0000000000000
-  %u3.1 = call nsz contract afn double @llvm.sin.f64(double %u3.0)
-  %u3 = fadd nsz contract afn double %u3.1, %u2
+  %u3.0 = fmul reassoc nsz contract afn double %a0, 0x3FE0000000000000
+  %u3.1 = call reassoc nsz contract afn double @llvm.sin.f64(double %u3.0)
+  %u3 = fadd reassoc nsz contract afn double %u3.1, %u2
 """
 
 from __future__ import annotations
@@ -34,13 +34,17 @@ import struct
 from dataclasses import dataclass
 from typing import Optional
 
-# templates.FASTMATH as LLVM flags, less 'reassoc': LLVM's Reassociate pass takes a tree of
-# single-use reassociable operations whole, at a cost quadratic in its leaves, and the sums
-# of a gradient make such a tree across thousands of nodes (deep chain of 6,667 levels:
-# 1.3 s of Reassociate, 44% of LLVM's time); without it on the last operation of each
-# node, the machine combiner took 9.5 s instead. A straight-line body gains nothing from
-# reassociation (its loop vectorises across elements; the loop's sums keep their flags).
-FLAGS = "nsz contract afn"
+FLAGS = "reassoc nsz contract afn"   # templates.FASTMATH, as LLVM flags
+# A body of more statements than this drops 'reassoc': LLVM's Reassociate pass takes a
+# tree of single-use reassociable operations whole, at a cost that grows faster than
+# quadratically with its leaves, and the sums of a gradient make one such tree across
+# thousands of nodes (deep chain of 6,667 levels, 33,800 statements: Reassociate 1.3 s,
+# LLVM 5.2 s in all; without 'reassoc' 2.5 s; keeping it on products only, or dropping it
+# on each node's last operation only, left long chains to the machine combiner or the
+# register allocator: 10-20 s). The cost at run time: 6-10% on deep chains (the loop
+# sums keep their flags). Below, the flags are numba's and so are the results.
+REASSOC_STATEMENTS = 12_000
+LONG_FLAGS = "nsz contract afn"
 
 # one-argument functions numba lowers to an LLVM intrinsic (``mathimpl.unary_math_intr``,
 # numpy's floor/ceil ufunc loops) or to a libm call (``unary_math_extern``)
@@ -88,8 +92,8 @@ class TemplateIR:
 
 
 class _Emitter:
-    def __init__(self, kinds: tuple, helpers: dict):
-        self.kinds, self.helpers = kinds, helpers
+    def __init__(self, kinds: tuple, helpers: dict, flags: str):
+        self.kinds, self.helpers, self.flags = kinds, helpers, flags
         self.lines: list = []
         self.declares: set = set()
         self.called: set = set()
@@ -149,7 +153,7 @@ class _Emitter:
                     not isinstance(node.operand.value, bool):
                 return double(-float(node.operand.value)), "double"   # folded by CPython
             operand = self.double(node.operand)
-            return self.temp(f"fsub {FLAGS} double {double(-0.0)}, {operand}")
+            return self.temp(f"fsub {self.flags} double {double(-0.0)}, {operand}")
         raise Unsupported(type(node.op).__name__)
 
     def _BinOp(self, node):
@@ -157,7 +161,7 @@ class _Emitter:
         if op is None:
             raise Unsupported(type(node.op).__name__)
         left, right = self.double(node.left), self.double(node.right)
-        return self.temp(f"{op} {FLAGS} double {left}, {right}")
+        return self.temp(f"{op} {self.flags} double {left}, {right}")
 
     def _Compare(self, node):
         if len(node.ops) != 1:
@@ -166,7 +170,7 @@ class _Emitter:
         if lk != rk:
             raise Unsupported("mixed comparison")
         if lk == "double" and type(node.ops[0]) in _FCMP:
-            return self.temp(f"fcmp {FLAGS} {_FCMP[type(node.ops[0])]} double {left}, "
+            return self.temp(f"fcmp {self.flags} {_FCMP[type(node.ops[0])]} double {left}, "
                              f"{right}", "i1")
         if lk == "i1" and type(node.ops[0]) in _ICMP:
             return self.temp(f"icmp {_ICMP[type(node.ops[0])]} i1 {left}, {right}", "i1")
@@ -210,7 +214,7 @@ class _Emitter:
         else:
             raise Unsupported(name)
         typed = ", ".join(f"double {a}" for a in args)
-        return self.temp(f"call {FLAGS} double @{callee}({typed})")
+        return self.temp(f"call {self.flags} double @{callee}({typed})")
 
     def _helper(self, node):
         """An njit helper (``support.sign_``, ..) of float64 arguments: a call of its
@@ -253,15 +257,16 @@ def helper_symbol(spec: str, nargs: int) -> str:
 
 
 def template_ir(text: str, kinds: tuple = (), result: str = "double",
-                helpers: Optional[dict] = None) -> TemplateIR:
+                helpers: Optional[dict] = None, flags: str = FLAGS) -> TemplateIR:
     """A printed node template (slots ``Q<k>_`` of ``kinds``: "double", "i1" or None for
     another type; the node's value of kind ``result``; ``helpers``: {alias: "pkg.mod:fn"}
-    of the njit helpers it may call) as IR (raises ``Unsupported``)."""
+    of the njit helpers it may call; ``flags`` the fast-math flags of its floating-point
+    operations) as IR (raises ``Unsupported``)."""
     try:
         tree = ast.parse(text, mode="eval").body
     except SyntaxError as exc:
         raise Unsupported(text) from exc
-    emitter = _Emitter(tuple(kinds) or ("double",) * 8, helpers or {})
+    emitter = _Emitter(tuple(kinds) or ("double",) * 8, helpers or {}, flags)
     value, kind = emitter.emit(tree)
     if kind != result:
         raise Unsupported(f"a {kind} value for a {result} node")
@@ -270,7 +275,6 @@ def template_ir(text: str, kinds: tuple = (), result: str = "double",
     if lines and result == f"{{n}}.{len(lines) - 1}":   # the last line defines the value
         lines[-1] = lines[-1].replace(result + " =", "{n} =", 1)
         result = "{n}"
-
     return TemplateIR(lines, result, emitter.declares, frozenset(emitter.called))
 
 
@@ -302,11 +306,12 @@ def function_ir(inputs: tuple, steps: list, results: list, inline: bool,
     called: set = set()
     value: dict = {}
     body = []
+    flags = FLAGS if len(steps) <= REASSOC_STATEMENTS else LONG_FLAGS
     for text, args, name, kinds, kind in steps:
         template = translated.get((text, kinds, kind))
         if template is None:
             try:
-                template = template_ir(text, kinds, kind, helpers)
+                template = template_ir(text, kinds, kind, helpers, flags)
             except Unsupported:
                 return None
             translated[(text, kinds, kind)] = template
