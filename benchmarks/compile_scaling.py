@@ -13,7 +13,7 @@ lowering (+cse), printing, module load, numba (sg.function compiles every kernel
 returns); then the first call (nothing left to compile) and a second call; "compile" is
 sg.function + first call, "total" build + gradients + compile (CPU seconds), "wall" the
 wall seconds of the same, "process" the whole subprocess (imports and the check against
-sg.evaluate included), "run" the best of 3 calls on 10,000 elements. ``--numba-bodies``
+sg.evaluate included), "run" the best of 3 calls on 2,000 elements. ``--numba-bodies``
 compiles the bodies lowered node by node as numba functions instead of LLVM IR
 (``templates.LLVM_BODIES = False``), for comparison. Nodes are the graph nodes of
 [y, dy/dx]. Per phase, a linear
@@ -93,7 +93,7 @@ def instrument(times: dict) -> None:
         cache.load_or_build = load_or_build
 
 
-RUN_ELEMENTS = 10_000
+RUN_ELEMENTS = 2_000
 
 
 def measure(kind: str, size: int, llvm: bool = True) -> dict:

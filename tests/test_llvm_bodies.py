@@ -40,6 +40,7 @@ def mixed(shape=(None,)):
     e = e + sg.tanh(e * y) - sg.sqrt(sg.abs(x) + 1e-3) * sg.cos(e)
     e = sg.where(x > y, sg.log(e * e + 0.25), -e) + sg.maximum(x, 0.0) * sg.log1p(y * y)
     e = e * sg.exp(-e * e) + sg.arctan(x) + sg.sigmoid(y) * sg.relu(x) - 3.0 * sg.floor(y)
+    e = e + (x * x + 1.0) ** 1.3
     loss = sg.reduce_sum(e)
     return [x, y], [e, loss] + sg.gradients(loss, [x, y])
 
@@ -140,8 +141,8 @@ def test_outside_the_subset_stays_numba(straight):
     np.testing.assert_allclose(f(kv), sg.evaluate(z, {k: kv}), rtol=1e-4)
 
 
-@pytest.mark.parametrize("text", ["Q0_**7", "max_(Q0_, Q1_)", "Q0_ < Q1_",
-                                  "(1 if Q0_ else 2.0)", "Q0_ % 2.0", "f32(Q0_)"])
+@pytest.mark.parametrize("text", ["Q0_**7", "Q0_**True", "max_(Q0_, Q1_)", "Q0_ < Q1_",
+                                  "Q0_ // 2.0", "Q0_ % 2.0", "f32(Q0_)"])
 def test_templates_outside_the_subset(text):
     with pytest.raises(Unsupported):
         template_ir(text)
@@ -155,3 +156,9 @@ def test_template_reads_like_numba():
     assert "0x7FF8000000000000" in text and t.result == "{n}"
     assert template_ir("1.0").lines == [] and template_ir("1.0").result == \
         "0x3FF0000000000000"
+    cast = "\n".join(template_ir("(Q0_ if Q1_ else 2.0) + Q2_**2.5", ("double", "i1",
+                                                                      "double")).lines)
+    assert "uitofp" not in cast and "select i1 {s1}, double {s0}, double 0x4000" in cast
+    assert "@llvm.pow.f64(double {s2}, double 0x4004000000000000)" in cast
+    assert "uitofp i1 {s0} to double" in "\n".join(template_ir("Q0_*Q1_", ("i1", "double"))
+                                                   .lines)

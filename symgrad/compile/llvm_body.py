@@ -111,9 +111,20 @@ class _Emitter:
         return method(node)
 
     def double(self, node: ast.AST) -> str:
+        """A float64 operand (a bool read as a number is 0.0 or 1.0, as numba casts it)."""
+        return self.as_double(*self.emit(node))
+
+    def as_double(self, operand: str, kind: str) -> str:
+        if kind == "i1":
+            return self.temp(f"uitofp i1 {operand} to double")[0]
+        return operand
+
+    def condition(self, node: ast.AST) -> str:
+        """An i1 operand (a number's truth value is ``x != 0``, as numba's)."""
         operand, kind = self.emit(node)
-        if kind != "double":
-            raise Unsupported("bool as number")
+        if kind == "double":
+            return self.temp(f"fcmp {self.flags} une double {operand}, {double(0.0)}",
+                             "i1")[0]
         return operand
 
     def _Name(self, node):
@@ -157,6 +168,17 @@ class _Emitter:
         raise Unsupported(type(node.op).__name__)
 
     def _BinOp(self, node):
+        if isinstance(node.op, ast.Pow):     # numba: llvm.pow for a float64 exponent
+            if isinstance(node.right, ast.Constant) and \
+                    not isinstance(node.right.value, float):
+                raise Unsupported("an integer power")     # numba's int_power
+            right, kind = self.emit(node.right)
+            if kind != "double":
+                raise Unsupported("a bool exponent")
+            left = self.double(node.left)
+            self.declares.add("declare double @llvm.pow.f64(double, double)")
+            return self.temp(f"call {self.flags} double @llvm.pow.f64(double {left}, "
+                             f"double {right})")
         op = _BINOPS.get(type(node.op))
         if op is None:
             raise Unsupported(type(node.op).__name__)
@@ -167,8 +189,9 @@ class _Emitter:
         if len(node.ops) != 1:
             raise Unsupported("chained comparison")
         (left, lk), (right, rk) = self.emit(node.left), self.emit(node.comparators[0])
-        if lk != rk:
-            raise Unsupported("mixed comparison")
+        if lk != rk:        # a bool and a number: compared as float64
+            left, right, lk, rk = self.as_double(left, lk), self.as_double(right, rk), \
+                "double", "double"
         if lk == "double" and type(node.ops[0]) in _FCMP:
             return self.temp(f"fcmp {self.flags} {_FCMP[type(node.ops[0])]} double {left}, "
                              f"{right}", "i1")
@@ -187,12 +210,10 @@ class _Emitter:
         return out, "i1"
 
     def _IfExp(self, node):
-        cond, kind = self.emit(node.test)
-        if kind != "i1":
-            raise Unsupported("number as condition")
+        cond = self.condition(node.test)
         (a, ak), (b, bk) = self.emit(node.body), self.emit(node.orelse)
-        if ak != bk:
-            raise Unsupported("arms of two types")
+        if ak != bk:        # a bool and a number: the selection is a float64
+            a, b, ak, bk = self.as_double(a, ak), self.as_double(b, bk), "double", "double"
         return self.temp(f"select i1 {cond}, {ak} {a}, {bk} {b}", ak)
 
     def _Call(self, node):
