@@ -42,7 +42,8 @@ def mixed(shape=(None,)):
     e = e * sg.exp(-e * e) + sg.arctan(x) + sg.sigmoid(y) * sg.relu(x) - 3.0 * sg.floor(y)
     e = e + (x * x + 1.0) ** 1.3
     loss = sg.reduce_sum(e)
-    return [x, y], [e, loss] + sg.gradients(loss, [x, y])
+    flag = sg.logical_or(x > y, sg.logical_not(e < 0.5))      # a bool output
+    return [x, y], [e, loss] + sg.gradients(loss, [x, y]) + [flag]
 
 
 def values(n: int) -> list:
@@ -71,10 +72,15 @@ def test_ir_body_agrees_with_numba_body_and_cse_path(straight, monkeypatch, targ
     monkeypatch.setattr(lower, "STRAIGHT_NODES", 400)
     variant(monkeypatch, "cse")
     _, cse = run(inputs, outputs, args, target=target)
-    for a, b, c in zip(got, numba_body, cse):
+    for a, b, c in zip(got[:-1], numba_body, cse):
         np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
         np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13)
         np.testing.assert_allclose(a, c, rtol=1e-10, atol=1e-10)
+    # the bool output as numpy has it (not (NaN < 0.5) is True; the cse path's sympy
+    # turns Not(e < 0.5) into e >= 0.5, False at NaN: a known bug of that path)
+    flag = sg.evaluate(outputs[-1], dict(zip(inputs, args)))
+    assert got[-1].dtype == bool and flag[0] and (got[-1] == flag).all()
+    assert (numba_body[-1] == flag).all()
     assert np.isnan(got[0][0]) and np.isnan(got[2][0])   # NaN in, NaN out and gradient
 
 

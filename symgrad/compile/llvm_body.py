@@ -315,13 +315,14 @@ def operand(text: str) -> str:
 
 
 def function_ir(inputs: tuple, steps: list, results: list, inline: bool,
-                helpers: Optional[dict] = None) -> Optional[tuple]:
+                helpers: Optional[dict] = None, outputs: tuple = ()) -> Optional[tuple]:
     """(IR module text, helpers called) of ``void @SYMBOL_(a0, .., ptr out)``
     (``body_function`` names it by the hash of the text), or None when a statement is
     outside the subset. ``inputs``: the kinds ("double", "i1") of the arguments;
     ``steps``: (template text, argument texts, value name, slot kinds, value kind) per
-    statement in order; ``results``: the names (or literals) of float64 values stored to
-    ``out[j]``; ``helpers``: {alias: "pkg.mod:fn"} of the njit helpers templates call."""
+    statement in order; ``results``: the names (or literals) of the values stored to
+    ``out[j]`` (8 bytes each), of the kinds ``outputs`` (default float64); ``helpers``:
+    {alias: "pkg.mod:fn"} of the njit helpers templates call."""
     translated: dict = {}
     declares: set = set()
     called: set = set()
@@ -350,8 +351,9 @@ def function_ir(inputs: tuple, steps: list, results: list, inline: bool,
     stores = []
     for j, r in enumerate(results):
         v = value.get(r) or operand(r)
+        kind = outputs[j] if outputs else "double"
         stores += [f"  %out.{j} = getelementptr inbounds double, ptr %out, i64 {j}",
-                   f"  store double {v}, ptr %out.{j}"]
+                   f"  store {kind} {v}, ptr %out.{j}"]
     for spec, nargs in sorted(called):
         declares.add(f"declare i32 @{helper_symbol(spec, nargs)}(ptr, ptr"
                      f"{', double' * nargs})")
@@ -408,11 +410,11 @@ def _add_body(library, symbol: str, ir_text: str, helpers: tuple) -> None:
     added.add(symbol)
 
 
-def body_function(ir_text: str, inputs: tuple, n_out: int, helpers: tuple = ()):
-    """The numba intrinsic ``body(a0, ..) -> UniTuple(float64, n_out)`` that calls the IR
-    function of ``ir_text`` (defined as ``@SYMBOL_``); ``inputs``: the arguments' kinds
-    ("double": float64, "i1": bool); ``helpers``: (spec, number of arguments) of the njit
-    helpers it calls."""
+def body_function(ir_text: str, inputs: tuple, outputs: tuple, helpers: tuple = ()):
+    """The numba intrinsic ``body(a0, ..) -> tuple`` that calls the IR function of
+    ``ir_text`` (defined as ``@SYMBOL_``); ``inputs`` and ``outputs``: the kinds of the
+    arguments and results ("double": float64, "i1": bool); ``helpers``: (spec, number of
+    arguments) of the njit helpers it calls."""
     from llvmlite import ir
     from numba import types
     from numba.core import cgutils
@@ -420,25 +422,28 @@ def body_function(ir_text: str, inputs: tuple, n_out: int, helpers: tuple = ()):
     from numba.extending import intrinsic
 
     symbol = symbol_of(ir_text)
-    expected = tuple(types.float64 if k == "double" else types.boolean for k in inputs)
+    numba_types = {"double": types.float64, "i1": types.boolean}
+    expected = tuple(numba_types[k] for k in inputs)
+    returned = types.Tuple([numba_types[k] for k in outputs])
     lltypes = {"double": ir.DoubleType(), "i1": ir.IntType(1)}
 
     def build(args):
         if tuple(args) != expected:
             raise TypingError(f"symgrad LLVM body {symbol}: arguments {expected} expected, "
                               f"got {args}")
-        return types.UniTuple(types.float64, n_out)(*args), codegen
+        return returned(*args), codegen
 
     def codegen(context, builder, sig, args):
         _add_body(context.active_code_library, symbol, ir_text, helpers)
         d = ir.DoubleType()
         fnty = ir.FunctionType(ir.VoidType(), [lltypes[k] for k in inputs] + [d.as_pointer()])
         fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
-        out = cgutils.alloca_once(builder, ir.ArrayType(d, n_out))
+        out = cgutils.alloca_once(builder, ir.ArrayType(d, len(outputs)))
         ptr = builder.bitcast(out, d.as_pointer())
         builder.call(fn, list(args) + [ptr])
-        values = [builder.load(builder.gep(ptr, [ir.Constant(ir.IntType(64), j)]))
-                  for j in range(n_out)]
+        values = [builder.load(builder.bitcast(builder.gep(ptr, [ir.Constant(ir.IntType(64), j)]),
+                                               lltypes[k].as_pointer()))
+                  for j, k in enumerate(outputs)]
         return context.make_tuple(builder, sig.return_type, values)
 
     params = ", ".join(f"a{k}" for k in range(len(inputs)))

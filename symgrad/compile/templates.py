@@ -270,27 +270,26 @@ LLVM_BODIES = True
 
 def llvm_body_source(lowered: LoweredKernel, name: str) -> Optional[str]:
     """``name = llvm_body_(IR, ..)``: the scalar body of a straight kernel of float64 and
-    bool values with float64 results as an LLVM IR function (None where ``llvm_body``
-    cannot write it)."""
+    bool values as an LLVM IR function (None where ``llvm_body`` cannot write it)."""
     from numba.core import config
 
     kernel = lowered.kernel
     inputs = tuple(_IR_KINDS.get(i.dtype.name) for i in kernel.inputs)
-    if not LLVM_BODIES or config.DISABLE_JIT or lowered.steps is None or None in inputs or \
-            any(s.dtype.name != "float64" for s in lowered.sources):
+    outputs = tuple(_IR_KINDS.get(s.dtype.name) for s in lowered.sources)
+    if not LLVM_BODIES or config.DISABLE_JIT or lowered.steps is None or \
+            None in inputs + outputs:
         return None
     results = [r.name for r in lowered.results]
     helpers = dict(helpers_used([e for _, e in lowered.replacements]))
     made = function_ir(inputs, lowered.steps, results,
-                       len(lowered.steps) <= INLINE_STATEMENTS, helpers)
+                       len(lowered.steps) <= INLINE_STATEMENTS, helpers, outputs)
     if made is None or '"""' in made[0] or "\\" in made[0]:
         return None
     names = ", ".join(f"{s.name} = {quoted(n.name)}"
                       for s, n in zip(lowered.symbols, kernel.inputs))
     return (f"# {name}: LLVM IR, {len(lowered.steps)} statements ({names or 'no inputs'})\n"
             "from symgrad.compile.llvm_body import body_function as llvm_body_\n"
-            f'{name} = llvm_body_("""{made[0]}""", {inputs!r}, {len(results)}, '
-            f"{made[1]!r})")
+            f'{name} = llvm_body_("""{made[0]}""", {inputs!r}, {outputs!r}, {made[1]!r})')
 
 
 _IR_KINDS = {"float64": "double", "bool": "i1"}
