@@ -9,14 +9,14 @@ template (its printed statement over slots ``Q<k>_``) is translated once into IR
 instructions over slots, and each node instantiates its template. The IR is what numba
 emits for the same Python text (``fadd``/``fmul``/... with the kernel's fast-math flags,
 ``llvm.sin.f64`` for ``math.sin``, libm ``tanh`` for ``math.tanh``, ``fcmp`` ordered
-comparisons but ``une`` for ``!=``, ``fsub -0.0, x`` for ``-x``), so the results are
-numba's; a conditional ``(a if c else b)`` is a ``select`` (both arms are pure). A
-template outside that subset (integer powers, helpers, non-float64 values) leaves the
-kernel to numba (``translate`` returns None).
+comparisons but ``une`` for ``!=``, ``fsub -0.0, x`` for ``-x``, ``llvm.pow.f64`` for a
+float power, ``uitofp`` for a bool read as a number, njit helpers called through numba's
+calling convention), so the results are numba's; a conditional ``(a if c else b)`` is a
+``select`` (both arms are pure). A template outside that subset (an integer power, a
+float32 or integer value, an unknown call) leaves the kernel to numba
+(``function_ir`` returns None).
 
-The body is a numba intrinsic (``body_function``) whose IR is compiled once per process
-into its own code library and linked into the loops that call it, as numba links a
-called dispatcher; a loop cached on disk holds the linked body in its object code.
+``llvm_link.body_function`` makes the numba function that calls such a body.
 
 >>> t = template_ir("math.sin(Q0_*0.5) + Q1_")
 >>> print(instantiate(t, "%u3", ["%a0", "%u2"])[0])
@@ -28,7 +28,6 @@ called dispatcher; a loop cached on disk holds the linked body in its object cod
 from __future__ import annotations
 
 import ast
-import hashlib
 import math
 import struct
 from dataclasses import dataclass
@@ -52,11 +51,11 @@ INTRINSICS = {"sin": "llvm.sin.f64", "cos": "llvm.cos.f64", "exp": "llvm.exp.f64
               "log": "llvm.log.f64", "log10": "llvm.log10.f64", "fabs": "llvm.fabs.f64",
               "abs": "llvm.fabs.f64", "floor": "llvm.floor.f64", "ceil": "llvm.ceil.f64"}
 EXTERNS = {"tanh", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-           "expm1", "log1p", "erf", "erfc", "sqrt", "log2"}
+           "expm1", "log1p", "erf", "erfc", "sqrt"}
 BINARY_EXTERNS = {"atan2"}
 _MODULES = {"math": ("sin", "cos", "exp", "log", "log10", "fabs", "tanh", "tan", "asin",
                      "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1",
-                     "log1p", "erf", "erfc", "sqrt", "log2", "atan2"),
+                     "log1p", "erf", "erfc", "sqrt", "atan2"),
             "np": ("floor", "ceil")}
 _BINOPS = {ast.Add: "fadd", ast.Sub: "fsub", ast.Mult: "fmul", ast.Div: "fdiv"}
 _FCMP = {ast.Lt: "olt", ast.LtE: "ole", ast.Gt: "ogt", ast.GtE: "oge", ast.Eq: "oeq",
@@ -272,8 +271,8 @@ def _function_name(func: ast.AST) -> Optional[str]:
 
 
 def helper_symbol(spec: str, nargs: int) -> str:
-    """The placeholder symbol of helper ``spec`` in a body's IR (``_link_helpers`` puts
-    the compiled function's name in its place)."""
+    """The placeholder symbol of helper ``spec`` in a body's IR (``_add_body`` puts the
+    compiled function's name in its place)."""
     return f"symgrad.helper.{nargs}.{spec.replace(':', '.')}"
 
 
@@ -362,93 +361,3 @@ def function_ir(inputs: tuple, steps: list, results: list, inline: bool,
                                              f"attributes #0 = {{ {attrs} }}",
                                              "attributes #1 = { nounwind memory(read) }"])
     return text + "\n", tuple(sorted(called))
-
-
-def symbol_of(ir_text: str) -> str:
-    """A symbol unique to the body's IR (equal IR, equal function)."""
-    return "symgrad_body_" + hashlib.sha256(ir_text.encode()).hexdigest()[:24]
-
-
-def _helper(spec: str, nargs: int):
-    """The compile result of njit helper ``spec`` for float64 arguments."""
-    import importlib
-
-    from numba import types
-
-    module, _, name = spec.partition(":")
-    dispatcher = getattr(importlib.import_module(module), name)
-    sig = (types.float64,) * nargs
-    dispatcher.compile(sig)
-    cres = dispatcher.overloads[sig]
-    if cres.signature.return_type != types.float64:
-        raise TypeError(f"symgrad LLVM body: helper {spec} returns "
-                        f"{cres.signature.return_type}, float64 expected")
-    return cres
-
-
-def _add_body(library, symbol: str, ir_text: str, helpers: tuple) -> None:
-    """Add the body's IR to ``library`` (the calling loop's), once per library: it is
-    optimised with the loop and compiled once into the loop's object code (a library of
-    its own would be optimised and compiled once more, for nothing). The helpers it calls
-    are linked as numba links a called function."""
-    import llvmlite.binding as ll
-
-    added = getattr(library, "symgrad_bodies_", None)
-    if added is None:
-        added = library.symgrad_bodies_ = set()
-    if symbol in added:
-        return
-    text = ir_text.replace("@SYMBOL_", "@" + symbol)
-    for spec, nargs in helpers:
-        cres = _helper(spec, nargs)
-        library.add_linking_library(cres.library)
-        text = text.replace("@" + helper_symbol(spec, nargs) + "(",
-                            f'@"{cres.fndesc.llvm_func_name}"(')
-    module = ll.parse_assembly(text)
-    module.verify()
-    library.add_llvm_module(module)
-    added.add(symbol)
-
-
-def body_function(ir_text: str, inputs: tuple, outputs: tuple, helpers: tuple = ()):
-    """The numba intrinsic ``body(a0, ..) -> tuple`` that calls the IR function of
-    ``ir_text`` (defined as ``@SYMBOL_``); ``inputs`` and ``outputs``: the kinds of the
-    arguments and results ("double": float64, "i1": bool); ``helpers``: (spec, number of
-    arguments) of the njit helpers it calls."""
-    from llvmlite import ir
-    from numba import types
-    from numba.core import cgutils
-    from numba.core.errors import TypingError
-    from numba.extending import intrinsic
-
-    symbol = symbol_of(ir_text)
-    numba_types = {"double": types.float64, "i1": types.boolean}
-    expected = tuple(numba_types[k] for k in inputs)
-    returned = types.Tuple([numba_types[k] for k in outputs])
-    lltypes = {"double": ir.DoubleType(), "i1": ir.IntType(1)}
-
-    def build(args):
-        if tuple(args) != expected:
-            raise TypingError(f"symgrad LLVM body {symbol}: arguments {expected} expected, "
-                              f"got {args}")
-        return returned(*args), codegen
-
-    def codegen(context, builder, sig, args):
-        _add_body(context.active_code_library, symbol, ir_text, helpers)
-        d = ir.DoubleType()
-        fnty = ir.FunctionType(ir.VoidType(), [lltypes[k] for k in inputs] + [d.as_pointer()])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
-        out = cgutils.alloca_once(builder, ir.ArrayType(d, len(outputs)))
-        ptr = builder.bitcast(out, d.as_pointer())
-        builder.call(fn, list(args) + [ptr])
-        values = [builder.load(builder.bitcast(builder.gep(ptr, [ir.Constant(ir.IntType(64), j)]),
-                                               lltypes[k].as_pointer()))
-                  for j, k in enumerate(outputs)]
-        return context.make_tuple(builder, sig.return_type, values)
-
-    params = ", ".join(f"a{k}" for k in range(len(inputs)))
-    comma = "," if len(inputs) == 1 else ""
-    namespace: dict = {}
-    exec(f"def body(typingctx, {params}):\n"       # noqa: S102 - a fixed parameter list
-         f"    return build(({params}{comma}))", {"build": build}, namespace)
-    return intrinsic(namespace["body"])

@@ -288,7 +288,7 @@ def llvm_body_source(lowered: LoweredKernel, name: str) -> Optional[str]:
     names = ", ".join(f"{s.name} = {quoted(n.name)}"
                       for s, n in zip(lowered.symbols, kernel.inputs))
     return (f"# {name}: LLVM IR, {len(lowered.steps)} statements ({names or 'no inputs'})\n"
-            "from symgrad.compile.llvm_body import body_function as llvm_body_\n"
+            "from symgrad.compile.llvm_link import body_function as llvm_body_\n"
             f'{name} = llvm_body_("""{made[0]}""", {inputs!r}, {outputs!r}, {made[1]!r})')
 
 
