@@ -129,7 +129,6 @@ def test_scalar_fast_path_first_call_and_cache_hit(straight):
 
 def test_outside_the_subset_stays_numba(straight):
     x = sg.placeholder("x", shape=(None,))
-    k = sg.placeholder("k", shape=(None,), dtype="float32")
     y = x
     for _ in range(6):
         y = y ** 7 * 0.5 + sg.sin(y)        # an integer power: numba's int_power
@@ -138,20 +137,34 @@ def test_outside_the_subset_stays_numba(straight):
     a = np.linspace(-0.5, 0.5, 5)
     for p, q in zip(f(a), sg.evaluate([y] + sg.gradients(y, x), {x: a})):
         np.testing.assert_allclose(p, q, rtol=1e-12)
+
+
+def test_float32_body_agrees_with_numba_body(straight, monkeypatch):
+    k = sg.placeholder("k", shape=(None,), dtype="float32")
     z = k
     for _ in range(6):
-        z = sg.cos(z) * 2.0 + k
-    f = sg.function([k], z)                 # float32 values: not a float64 kernel
-    assert IR_BODY not in f.source and "def _k0_point" in f.source
-    kv = np.linspace(0.0, 1.0, 5, dtype=np.float32)
-    np.testing.assert_allclose(f(kv), sg.evaluate(z, {k: kv}), rtol=1e-4)
+        z = sg.cos(z) * 2.0 + sg.sigmoid(k) - sg.maximum(z, k)
+    outputs = [z] + sg.gradients(sg.reduce_sum(z), k)
+    f = sg.function([k], outputs)
+    assert IR_BODY in f.source and "float %a0" in f.source
+    kv = np.linspace(-1.0, 1.0, 9, dtype=np.float32)
+    kv[0] = np.nan
+    got = f(kv)
+    monkeypatch.setattr(templates, "LLVM_BODIES", False)
+    variant(monkeypatch, "numba-body")
+    g = sg.function([k], outputs)
+    assert IR_BODY not in g.source
+    for p, q, r in zip(got, g(kv), sg.evaluate(outputs, {k: kv})):
+        assert p.dtype == np.float32 and np.isnan(p[0])
+        np.testing.assert_allclose(p, q, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(p, r, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("text", ["Q0_**7", "Q0_**True", "max_(Q0_, Q1_)", "Q0_ < Q1_",
-                                  "Q0_ // 2.0", "Q0_ % 2.0", "f32(Q0_)"])
+                                  "Q0_ // 2.0", "Q0_ % 2.0", "Q2_*0.5", "Q0_ + Q2_"])
 def test_templates_outside_the_subset(text):
-    with pytest.raises(Unsupported):
-        template_ir(text)
+    with pytest.raises(Unsupported):   # Q2_ float32: mixed with float64, numba promotes
+        template_ir(text, ("double", "double", "float"))
 
 
 def test_template_reads_like_numba():
@@ -166,5 +179,8 @@ def test_template_reads_like_numba():
                                                                       "double")).lines)
     assert "uitofp" not in cast and "select i1 {s1}, double {s0}, double 0x4000" in cast
     assert "@llvm.pow.f64(double {s2}, double 0x4004000000000000)" in cast
+    f32 = "\n".join(template_ir("f32(2.0)*math.sin(Q0_)", ("float",), "float").lines)
+    assert "call reassoc nsz contract afn float @llvm.sin.f32(float {s0})" in f32
+    assert "fmul reassoc nsz contract afn float 0x4000000000000000, {n}.0" in f32
     assert "uitofp i1 {s0} to double" in "\n".join(template_ir("Q0_*Q1_", ("i1", "double"))
                                                    .lines)

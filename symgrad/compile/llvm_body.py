@@ -30,6 +30,8 @@ from __future__ import annotations
 import ast
 import math
 import struct
+
+import numpy as np
 from dataclasses import dataclass
 from typing import Optional
 
@@ -90,7 +92,20 @@ class TemplateIR:
     helpers: set = frozenset()   # (spec, number of arguments) of the helpers it calls
 
 
+FLOATS = {"double": "f64", "float": "f32"}   # float kinds and their intrinsic suffixes
+
+
+def constant(value: float, kind: str) -> str:
+    """An exact LLVM constant of a float kind (a float's value rounded to float32 first,
+    as ``np.float32(value)``; LLVM writes float constants as doubles)."""
+    return double(float(np.float32(value)) if kind == "float" else value)
+
+
 class _Emitter:
+    """Emits one template: operands are (text, kind) with kind "double" (float64),
+    "float" (float32) or "i1" (bool); mixed float kinds are left to numba (its promotion
+    rules would apply), a bool read as a float64 is converted as numba converts it."""
+
     def __init__(self, kinds: tuple, helpers: dict, flags: str):
         self.kinds, self.helpers, self.flags = kinds, helpers, flags
         self.lines: list = []
@@ -103,27 +118,36 @@ class _Emitter:
         return name, kind
 
     def emit(self, node: ast.AST) -> tuple:
-        """(operand, "double" | "i1") of an expression."""
+        """(operand, kind) of an expression."""
         method = getattr(self, "_" + type(node).__name__, None)
         if method is None:
             raise Unsupported(type(node).__name__)
         return method(node)
 
-    def double(self, node: ast.AST) -> str:
-        """A float64 operand (a bool read as a number is 0.0 or 1.0, as numba casts it)."""
-        return self.as_double(*self.emit(node))
+    def number(self, node: ast.AST) -> tuple:
+        """A float operand (a bool read as a number is 0.0 or 1.0 in float64, as numba
+        casts it)."""
+        return self.as_number(*self.emit(node))
 
-    def as_double(self, operand: str, kind: str) -> str:
+    def as_number(self, operand: str, kind: str) -> tuple:
         if kind == "i1":
-            return self.temp(f"uitofp i1 {operand} to double")[0]
-        return operand
+            return self.temp(f"uitofp i1 {operand} to double")
+        return operand, kind
+
+    def numbers(self, nodes) -> tuple:
+        """(operands, their one float kind)."""
+        pairs = [self.number(n) for n in nodes]
+        kinds = {k for _, k in pairs}
+        if len(kinds) != 1:
+            raise Unsupported("float32 and float64 mixed")
+        return [op for op, _ in pairs], kinds.pop()
 
     def condition(self, node: ast.AST) -> str:
         """An i1 operand (a number's truth value is ``x != 0``, as numba's)."""
         operand, kind = self.emit(node)
-        if kind == "double":
-            return self.temp(f"fcmp {self.flags} une double {operand}, {double(0.0)}",
-                             "i1")[0]
+        if kind in FLOATS:
+            return self.temp(f"fcmp {self.flags} une {kind} {operand}, "
+                             f"{constant(0.0, kind)}", "i1")[0]
         return operand
 
     def _Name(self, node):
@@ -162,41 +186,44 @@ class _Emitter:
                     isinstance(node.operand.value, (int, float)) and \
                     not isinstance(node.operand.value, bool):
                 return double(-float(node.operand.value)), "double"   # folded by CPython
-            operand = self.double(node.operand)
-            return self.temp(f"fsub {self.flags} double {double(-0.0)}, {operand}")
+            operand, kind = self.number(node.operand)
+            return self.temp(f"fsub {self.flags} {kind} {constant(-0.0, kind)}, {operand}",
+                             kind)
         raise Unsupported(type(node.op).__name__)
 
     def _BinOp(self, node):
-        if isinstance(node.op, ast.Pow):     # numba: llvm.pow for a float64 exponent
+        if isinstance(node.op, ast.Pow):     # numba: llvm.pow for a float exponent
             if isinstance(node.right, ast.Constant) and \
                     not isinstance(node.right.value, float):
                 raise Unsupported("an integer power")     # numba's int_power
-            right, kind = self.emit(node.right)
-            if kind != "double":
+            if self.emit(node.right)[1] == "i1":
                 raise Unsupported("a bool exponent")
-            left = self.double(node.left)
-            self.declares.add("declare double @llvm.pow.f64(double, double)")
-            return self.temp(f"call {self.flags} double @llvm.pow.f64(double {left}, "
-                             f"double {right})")
+            (left, right), kind = self.numbers([node.left, node.right])
+            callee = f"llvm.pow.{FLOATS[kind]}"
+            self.declares.add(f"declare {kind} @{callee}({kind}, {kind})")
+            return self.temp(f"call {self.flags} {kind} @{callee}({kind} {left}, "
+                             f"{kind} {right})", kind)
         op = _BINOPS.get(type(node.op))
         if op is None:
             raise Unsupported(type(node.op).__name__)
-        left, right = self.double(node.left), self.double(node.right)
-        return self.temp(f"{op} {self.flags} double {left}, {right}")
+        (left, right), kind = self.numbers([node.left, node.right])
+        return self.temp(f"{op} {self.flags} {kind} {left}, {right}", kind)
 
     def _Compare(self, node):
         if len(node.ops) != 1:
             raise Unsupported("chained comparison")
         (left, lk), (right, rk) = self.emit(node.left), self.emit(node.comparators[0])
-        if lk != rk:        # a bool and a number: compared as float64
-            left, right, lk, rk = self.as_double(left, lk), self.as_double(right, rk), \
-                "double", "double"
-        if lk == "double" and type(node.ops[0]) in _FCMP:
-            return self.temp(f"fcmp {self.flags} {_FCMP[type(node.ops[0])]} double {left}, "
-                             f"{right}", "i1")
-        if lk == "i1" and type(node.ops[0]) in _ICMP:
+        if lk == rk == "i1":
+            if type(node.ops[0]) not in _ICMP:
+                raise Unsupported(type(node.ops[0]).__name__)
             return self.temp(f"icmp {_ICMP[type(node.ops[0])]} i1 {left}, {right}", "i1")
-        raise Unsupported(type(node.ops[0]).__name__)
+        if type(node.ops[0]) not in _FCMP:
+            raise Unsupported(type(node.ops[0]).__name__)
+        (left, lk), (right, rk) = self.as_number(left, lk), self.as_number(right, rk)
+        if lk != rk:
+            raise Unsupported("float32 and float64 compared")
+        return self.temp(f"fcmp {self.flags} {_FCMP[type(node.ops[0])]} {lk} {left}, "
+                         f"{right}", "i1")
 
     def _BoolOp(self, node):
         op = "and" if isinstance(node.op, ast.And) else "or"
@@ -212,45 +239,62 @@ class _Emitter:
         cond = self.condition(node.test)
         (a, ak), (b, bk) = self.emit(node.body), self.emit(node.orelse)
         if ak != bk:        # a bool and a number: the selection is a float64
-            a, b, ak, bk = self.as_double(a, ak), self.as_double(b, bk), "double", "double"
+            (a, ak), (b, bk) = self.as_number(a, ak), self.as_number(b, bk)
+            if ak != bk:
+                raise Unsupported("float32 and float64 selected")
         return self.temp(f"select i1 {cond}, {ak} {a}, {bk} {b}", ak)
 
     def _Call(self, node):
         if isinstance(node.func, ast.Name) and node.func.id in self.helpers:
             return self._helper(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "f32" and \
+                len(node.args) == 1 and not node.keywords:
+            return self._f32(node.args[0])
         name = _function_name(node.func)
         if node.keywords or name is None:
             raise Unsupported("call")
-        args = [self.double(a) for a in node.args]
+        args, kind = self.numbers(node.args)
+        f = "" if kind == "double" else "f"
         if name in INTRINSICS and len(args) == 1:
-            callee = INTRINSICS[name]
-            self.declares.add(f"declare double @{callee}(double)")
+            callee = INTRINSICS[name].replace(".f64", "." + FLOATS[kind])
+            self.declares.add(f"declare {kind} @{callee}({kind})")
         elif name in EXTERNS and len(args) == 1:
-            callee = name
-            self.declares.add(f"declare double @{name}(double) #1")
+            callee = name + f
+            self.declares.add(f"declare {kind} @{callee}({kind}) #1")
         elif name in BINARY_EXTERNS and len(args) == 2:
-            callee = name
-            self.declares.add(f"declare double @{name}(double, double) #1")
+            callee = name + f
+            self.declares.add(f"declare {kind} @{callee}({kind}, {kind}) #1")
         else:
             raise Unsupported(name)
-        typed = ", ".join(f"double {a}" for a in args)
-        return self.temp(f"call {self.flags} double @{callee}({typed})")
+        typed = ", ".join(f"{kind} {a}" for a in args)
+        return self.temp(f"call {self.flags} {kind} @{callee}({typed})", kind)
+
+    def _f32(self, arg: ast.AST) -> tuple:
+        """``f32(x)``: a float32 literal, or a float64 value rounded to float32."""
+        operand, kind = self.number(arg)
+        if kind == "float":
+            return operand, kind
+        if operand.startswith("0x"):
+            value = struct.unpack("<d", struct.pack("<Q", int(operand, 16)))[0]
+            return constant(value, "float"), "float"
+        return self.temp(f"fptrunc double {operand} to float", "float")
 
     def _helper(self, node):
-        """An njit helper (``support.sign_``, ..) of float64 arguments: a call of its
-        numba-compiled function (numba's calling convention: status = f(&result,
+        """An njit helper (``support.sign_``, ..) of float arguments of one kind: a call
+        of its numba-compiled function (numba's calling convention: status = f(&result,
         &excinfo, args..), ignored: the helpers never raise), linked in at codegen."""
         if node.keywords:
             raise Unsupported("call")
         spec = self.helpers[node.func.id]
-        args = [self.double(a) for a in node.args]
-        self.called.add((spec, len(args)))
-        result, _ = self.temp("alloca double")
+        args, kind = self.numbers(node.args)
+        kinds = (kind,) * len(args)
+        self.called.add((spec, kinds))
+        result, _ = self.temp(f"alloca {kind}")
         excinfo, _ = self.temp("alloca ptr")
-        typed = "".join(f", double {a}" for a in args)
-        self.temp(f"call i32 @{helper_symbol(spec, len(args))}(ptr {result}, ptr {excinfo}"
+        typed = "".join(f", {kind} {a}" for a in args)
+        self.temp(f"call i32 @{helper_symbol(spec, kinds)}(ptr {result}, ptr {excinfo}"
                   f"{typed})", "i32")
-        return self.temp(f"load double, ptr {result}")
+        return self.temp(f"load {kind}, ptr {result}", kind)
 
 
 def _function_name(func: ast.AST) -> Optional[str]:
@@ -270,10 +314,10 @@ def _function_name(func: ast.AST) -> Optional[str]:
     return None
 
 
-def helper_symbol(spec: str, nargs: int) -> str:
-    """The placeholder symbol of helper ``spec`` in a body's IR (``_add_body`` puts the
-    compiled function's name in its place)."""
-    return f"symgrad.helper.{nargs}.{spec.replace(':', '.')}"
+def helper_symbol(spec: str, kinds: tuple) -> str:
+    """The placeholder symbol of helper ``spec`` for arguments of ``kinds`` in a body's IR
+    (``llvm_link`` puts the compiled function's name in its place)."""
+    return f"symgrad.helper.{'.'.join(kinds)}.{spec.replace(':', '.')}"
 
 
 def template_ir(text: str, kinds: tuple = (), result: str = "double",
@@ -307,9 +351,12 @@ def instantiate(template: TemplateIR, name: str, operands: list) -> tuple:
 
 
 def operand(text: str) -> str:
-    """A statement argument (a name, or a literal such as ``0.5`` or ``(-2.0)``)."""
+    """A statement argument (a name, or a literal such as ``0.5``, ``(-2.0)`` or
+    ``f32(0.5)``)."""
     if text.isidentifier():
         return "%" + text
+    if text.startswith("f32(") and text.endswith(")"):
+        return constant(float(text[4:-1].strip("()")), "float")
     return double(float(text.strip("()")))
 
 
@@ -353,9 +400,9 @@ def function_ir(inputs: tuple, steps: list, results: list, inline: bool,
         kind = outputs[j] if outputs else "double"
         stores += [f"  %out.{j} = getelementptr inbounds double, ptr %out, i64 {j}",
                    f"  store {kind} {v}, ptr %out.{j}"]
-    for spec, nargs in sorted(called):
-        declares.add(f"declare i32 @{helper_symbol(spec, nargs)}(ptr, ptr"
-                     f"{', double' * nargs})")
+    for spec, kinds in sorted(called):
+        declares.add(f"declare i32 @{helper_symbol(spec, kinds)}(ptr, ptr"
+                     f"{''.join(', ' + k for k in kinds)})")
     attrs = "nounwind alwaysinline" if inline else "nounwind"
     text = "\n".join(head + body + stores + ["  ret void", "}", *sorted(declares),
                                              f"attributes #0 = {{ {attrs} }}",

@@ -21,20 +21,25 @@ def symbol_of(ir_text: str) -> str:
     return "symgrad_body_" + hashlib.sha256(ir_text.encode()).hexdigest()[:24]
 
 
-def _helper(spec: str, nargs: int):
-    """The compile result of njit helper ``spec`` for float64 arguments."""
-    import importlib
-
+def _numba_types():
     from numba import types
+
+    return {"double": types.float64, "float": types.float32, "i1": types.boolean}
+
+
+def _helper(spec: str, kinds: tuple):
+    """The compile result of njit helper ``spec`` for arguments of ``kinds`` (one float
+    kind, which it returns)."""
+    import importlib
 
     module, _, name = spec.partition(":")
     dispatcher = getattr(importlib.import_module(module), name)
-    sig = (types.float64,) * nargs
+    sig = tuple(_numba_types()[k] for k in kinds)
     dispatcher.compile(sig)
     cres = dispatcher.overloads[sig]
-    if cres.signature.return_type != types.float64:
+    if cres.signature.return_type != sig[0]:
         raise TypeError(f"symgrad LLVM body: helper {spec} returns "
-                        f"{cres.signature.return_type}, float64 expected")
+                        f"{cres.signature.return_type}, {sig[0]} expected")
     return cres
 
 
@@ -51,10 +56,10 @@ def _add_body(library, symbol: str, ir_text: str, helpers: tuple) -> None:
     if symbol in added:
         return
     text = ir_text.replace("@SYMBOL_", "@" + symbol)
-    for spec, nargs in helpers:
-        cres = _helper(spec, nargs)
+    for spec, kinds in helpers:
+        cres = _helper(spec, kinds)
         library.add_linking_library(cres.library)
-        text = text.replace("@" + helper_symbol(spec, nargs) + "(",
+        text = text.replace("@" + helper_symbol(spec, kinds) + "(",
                             f'@"{cres.fndesc.llvm_func_name}"(')
     module = ll.parse_assembly(text)
     module.verify()
@@ -65,8 +70,8 @@ def _add_body(library, symbol: str, ir_text: str, helpers: tuple) -> None:
 def body_function(ir_text: str, inputs: tuple, outputs: tuple, helpers: tuple = ()):
     """The numba intrinsic ``body(a0, ..) -> tuple`` that calls the IR function of
     ``ir_text`` (defined as ``@SYMBOL_``); ``inputs`` and ``outputs``: the kinds of the
-    arguments and results ("double": float64, "i1": bool); ``helpers``: (spec, number of
-    arguments) of the njit helpers it calls."""
+    arguments and results ("double": float64, "float": float32, "i1": bool); ``helpers``:
+    (spec, argument kinds) of the njit helpers it calls."""
     from llvmlite import ir
     from numba import types
     from numba.core import cgutils
@@ -74,10 +79,10 @@ def body_function(ir_text: str, inputs: tuple, outputs: tuple, helpers: tuple = 
     from numba.extending import intrinsic
 
     symbol = symbol_of(ir_text)
-    numba_types = {"double": types.float64, "i1": types.boolean}
+    numba_types = _numba_types()
     expected = tuple(numba_types[k] for k in inputs)
     returned = types.Tuple([numba_types[k] for k in outputs])
-    lltypes = {"double": ir.DoubleType(), "i1": ir.IntType(1)}
+    lltypes = {"double": ir.DoubleType(), "float": ir.FloatType(), "i1": ir.IntType(1)}
 
     def build(args):
         if tuple(args) != expected:

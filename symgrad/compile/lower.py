@@ -369,12 +369,13 @@ def lower_straight(kernel: Kernel) -> LoweredKernel:
 
 
 def _ir_kind(dtype) -> Optional[str]:
-    """The LLVM type of a value in a body written as IR (``llvm_body``): float64 and bool
-    only (None: another type, the body stays numba's)."""
+    """The LLVM type of a value in a body written as IR (``llvm_body``): float64, float32
+    and bool only (None: another type, the body stays numba's)."""
     return _IR_KINDS.get(dtype)
 
 
-_IR_KINDS = {np.dtype("float64"): "double", np.dtype("bool"): "i1"}   # (dtype.name is slow)
+_IR_KINDS = {np.dtype("float64"): "double", np.dtype("float32"): "float",
+             np.dtype("bool"): "i1"}   # keyed by dtype: dtype.name is slow
 
 
 _MODULE_CALL = re.compile(r"\b(math|np)\.(\w+)\(")

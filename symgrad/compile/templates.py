@@ -269,8 +269,9 @@ LLVM_BODIES = True
 
 
 def llvm_body_source(lowered: LoweredKernel, name: str) -> Optional[str]:
-    """``name = llvm_body_(IR, ..)``: the scalar body of a straight kernel of float64 and
-    bool values as an LLVM IR function (None where ``llvm_body`` cannot write it)."""
+    """``name = llvm_body_(IR, ..)``: the scalar body of a straight kernel of float64,
+    float32 and bool values as an LLVM IR function (None where ``llvm_body`` cannot write
+    it)."""
     from numba.core import config
 
     kernel = lowered.kernel
@@ -292,7 +293,7 @@ def llvm_body_source(lowered: LoweredKernel, name: str) -> Optional[str]:
             f'{name} = llvm_body_("""{made[0]}""", {inputs!r}, {outputs!r}, {made[1]!r})')
 
 
-_IR_KINDS = {"float64": "double", "bool": "i1"}
+_IR_KINDS = {"float64": "double", "float32": "float", "bool": "i1"}
 
 
 def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool,
