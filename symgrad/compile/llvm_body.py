@@ -2,7 +2,7 @@
 
 numba compiles a Python body by translating its bytecode, typing every statement and
 lowering it to LLVM, at about 0.3 ms of CPU per statement, while LLVM itself needs a
-tenth of that: a straight-line body of tens of thousands of float64 statements
+tenth of that: a straight-line body of tens of thousands of statements
 (``lower.lower_straight``) spends nearly all its compile time in numba's front end.
 For such a body the scalar function is written here directly as LLVM IR: each node's
 template (its printed statement over slots ``Q<k>_``) is translated once into IR
@@ -12,8 +12,9 @@ emits for the same Python text (``fadd``/``fmul``/... with the kernel's fast-mat
 comparisons but ``une`` for ``!=``, ``fsub -0.0, x`` for ``-x``, ``llvm.pow.f64`` for a
 float power, ``uitofp`` for a bool read as a number, njit helpers called through numba's
 calling convention), so the results are numba's; a conditional ``(a if c else b)`` is a
-``select`` (both arms are pure). A template outside that subset (an integer power, a
-float32 or integer value, an unknown call) leaves the kernel to numba
+``select`` (both arms are pure). float32 values are ``float`` (``f32(..)`` literals,
+``llvm.sin.f32``, ``tanhf``). A template outside that subset (an integer power, an
+integer value, float32 mixed with float64, an unknown call) leaves the kernel to numba
 (``function_ir`` returns None).
 
 ``llvm_link.body_function`` makes the numba function that calls such a body.
