@@ -1,6 +1,6 @@
 """Compile time against graph size: wide sums and deep chains, value + gradient.
 
-    python benchmarks/compile_scaling.py [--wide 50,100,200,400] [--deep 100,300,1000]
+    python benchmarks/compile_scaling.py [--wide 125,400,1250] [--deep 200,700,2000,6667]
                                          [--json benchmarks/results/compile_scaling.json]
                                          [--profile wide:400]
 
@@ -11,7 +11,12 @@ Each case runs in a fresh subprocess with empty symgrad and numba caches and rep
 seconds of each phase: graph build, sg.gradients, then inside sg.function: fold, plan,
 lowering (+cse), printing, module load, numba (sg.function compiles every kernel before it
 returns); then the first call (nothing left to compile) and a second call; "compile" is
-sg.function + first call. Nodes are the graph nodes of [y, dy/dx]. Per phase, a linear
+sg.function + first call, "total" build + gradients + compile (CPU seconds), "wall" the
+wall seconds of the same, "process" the whole subprocess (imports and the check against
+sg.evaluate included), "run" the best of 3 calls on 2,000 elements. ``--numba-bodies``
+compiles the bodies lowered node by node as numba functions instead of LLVM IR
+(``templates.LLVM_BODIES = False``), for comparison. Nodes are the graph nodes of
+[y, dy/dx]. Per phase, a linear
 fit time = a + b * nodes (b in seconds per 1000 nodes, with R^2) and the exponent of
 time ~ nodes**c are printed over the sizes run. ``--profile`` runs one case under
 cProfile and prints the top functions by cumulative and by own time.
@@ -23,6 +28,7 @@ import argparse
 import datetime
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -87,10 +93,17 @@ def instrument(times: dict) -> None:
         cache.load_or_build = load_or_build
 
 
-def measure(kind: str, size: int) -> dict:
-    """One case, in this process (run it in a fresh one)."""
+RUN_ELEMENTS = 2_000
+
+
+def measure(kind: str, size: int, llvm: bool = True) -> dict:
+    """One case, in this process (run it in a fresh one). ``llvm=False``: bodies lowered
+    node by node are numba functions, not LLVM IR (``templates.LLVM_BODIES``)."""
     import symgrad as sg
+    from symgrad.compile import templates
     from symgrad.graph.traversal import topological_order
+
+    templates.LLVM_BODIES = llvm
 
     times: dict = {}
     instrument(times)
@@ -113,28 +126,42 @@ def measure(kind: str, size: int) -> dict:
     times["compile"] = times["function"] + times["first_call"]
     want = sg.evaluate([y, g], {x: arg})
     ok = all(np.allclose(a, b, rtol=1e-9, atol=1e-9) for a, b in zip(got, want))
+    big = np.linspace(-1.0, 1.0, RUN_ELEMENTS)
+    runs = []
+    for _ in range(3):
+        start = time.perf_counter()
+        f(big)
+        runs.append(time.perf_counter() - start)
+    times["run_ms"] = min(runs) * 1e3
     return {"kind": kind, "size": size, "nodes": len(topological_order([y, g])),
             "kernels": len(f.plan.kernels), "source_lines": len(f.source.splitlines()),
-            "agrees_with_evaluate": bool(ok), "wall": times["wall"],
-            **{p: times.get(p) for p in PHASES}}
+            "agrees_with_evaluate": bool(ok), "wall": times["wall"], "llvm_bodies": llvm,
+            "run_ms": times["run_ms"], **{p: times.get(p) for p in PHASES}}
 
 
-def run_fresh(kind: str, size: int, timeout: float) -> dict:
+def run_fresh(kind: str, size: int, timeout: float, llvm: bool = True) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, SYMGRAD_CACHE_DIR=os.path.join(tmp, "sg"),
                    NUMBA_CACHE_DIR=os.path.join(tmp, "numba"),
                    PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
         code = (f"import json, sys; sys.path.insert(0, {ROOT!r}); "
                 f"from benchmarks.compile_scaling import measure; "
-                f"print('RESULT', json.dumps(measure({kind!r}, {size})))")
+                f"print('RESULT', json.dumps(measure({kind!r}, {size}, {llvm!r})))")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
         try:
             done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                                   text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"kind": kind, "size": size, "error": f"timeout after {timeout:.0f} s"}
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
-            return json.loads(line[7:])
+            # the whole process (imports and the check against sg.evaluate included)
+            return {**json.loads(line[7:]), "process_wall": wall,
+                    "process_cpu": (after.ru_utime - before.ru_utime +
+                                    after.ru_stime - before.ru_stime)}
     return {"kind": kind, "size": size, "error": done.stderr.strip().splitlines()[-1:]}
 
 
@@ -163,8 +190,8 @@ def fit_linear(rows: list, phase: str) -> dict | None:
 def table(rows: list) -> str:
     shown = ("build", "gradients", "fold", "plan", "lower", "print", "numba", "function",
              "first_call")
-    head = "| graph | nodes | " + " | ".join(shown) + " | total |"
-    lines = [head, "|" + " --- |" * (len(shown) + 3)]
+    head = "| graph | nodes | " + " | ".join(shown) + " | total | wall | process | run |"
+    lines = [head, "|" + " --- |" * (len(shown) + 6)]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['kind']} {r['size']} | | {r['error']} |")
@@ -172,7 +199,8 @@ def table(rows: list) -> str:
         cells = [f"{r[p]:.2f}" if r.get(p) is not None else "" for p in shown]
         total = sum(r[p] or 0.0 for p in ("build", "gradients", "function", "first_call"))
         lines.append(f"| {r['kind']} {r['size']} | {r['nodes']} | {' | '.join(cells)} | "
-                     f"{total:.2f} |")
+                     f"{total:.2f} | {r['wall']:.2f} | {r.get('process_wall', 0.0):.2f} wall, "
+                     f"{r.get('process_cpu', 0.0):.2f} CPU | {r['run_ms']:.1f} ms |")
     return "\n".join(lines)
 
 
@@ -197,12 +225,14 @@ def profile(case: str, top: int = 25) -> None:
 def main(argv: list | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--wide", default="50,100,200,400")
-    parser.add_argument("--deep", default="100,300,1000")
+    parser.add_argument("--wide", default="125,400,1250")
+    parser.add_argument("--deep", default="200,700,2000,6667")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--json", default=os.path.join(ROOT, "benchmarks", "results",
                                                        "compile_scaling.json"))
     parser.add_argument("--profile", default="")
+    parser.add_argument("--numba-bodies", action="store_true",
+                        help="bodies lowered node by node as numba functions, not LLVM IR")
     args = parser.parse_args(argv)
     if args.profile:
         profile(args.profile)
@@ -210,7 +240,7 @@ def main(argv: list | None = None) -> int:
     rows = []
     for kind, sizes in (("wide", args.wide), ("deep", args.deep)):
         for size in [int(s) for s in sizes.split(",") if s.strip()]:
-            rows.append(run_fresh(kind, size, args.timeout))
+            rows.append(run_fresh(kind, size, args.timeout, not args.numba_bodies))
             print(f"{kind} {size}: {rows[-1]}", file=sys.stderr, flush=True)
     print(table(rows))
     exponents = {kind: {p: fit_exponent([r for r in rows if r["kind"] == kind and

@@ -110,7 +110,7 @@ class ModuleWriter:
         comment = (f"# kernel {k.index}: {len(k.nodes)} nodes ({names}) over shape "
                    f"{format_shape(k.shape)} -> {outs}")
         point = f"_k{k.index}_point"
-        parts = [comment + "\n" + split_body_source(lk, point, self.math)]
+        parts = [comment + "\n" + split_body_source(lk, point, self.math, llvm=True)]
         variants = [("", point, False)]
         if checks_trig(lk, self.math):   # a sin/cos argument beyond the fast reduction
             parts.append(split_body_source(lk, point + "_libm", "libm"))
@@ -137,7 +137,7 @@ class ModuleWriter:
             parts.append(comment + "\n" + split_body_source(self.lowered[k.index],
                                                               f"_k{k.index}_point",
                                                               NEST_MATH,
-                                                              trig=False))
+                                                              trig=False, llvm=True))
         parts.append(nest_source(nest, self.lowered, f"_n{nest.index}_cpu", False))
         if self.nest_parallel(nest):
             parts.append(nest_source(nest, self.lowered, f"_n{nest.index}_parallel", True))

@@ -47,6 +47,9 @@ class LoweredKernel:
     float_dtype: str
     printed: Optional[tuple] = None   # templates.printed: the body's texts, printed once
     texts: Optional[list] = None      # straight kernels: the statements, already printed
+    # straight kernels: (template text over slots Q<k>_, argument texts, value name, slot
+    # kinds, value kind) per statement, for bodies written as LLVM IR (llvm_body)
+    steps: Optional[list] = None
 
 
 def symbol_names(nodes: list) -> list:
@@ -281,9 +284,9 @@ def _node_template(node, value: dict, float_dtype: str, cache: dict) -> tuple:
     attributes and input kinds (and constants, where a literal would not print as the
     number does)."""
     slotted = [_slot_constant(i, value) for i in node.inputs]
-    ins = tuple(("v" if id(i) in value or slot else repr(i.uniform), i.dtype.name)
+    ins = tuple(("v" if id(i) in value or slot else repr(i.uniform), i.dtype)
                 for i, slot in zip(node.inputs, slotted))
-    key = (node.op, _attrs_key(node.attrs), node.dtype.name, ins)
+    key = (node.op, _attrs_key(node.attrs), node.dtype, ins)   # dtypes hash as their names
     found = cache.get(key)
     if found is None:
         found = cache[key] = _template(node, value, float_dtype, slotted)
@@ -294,12 +297,16 @@ def _node_template(node, value: dict, float_dtype: str, cache: dict) -> tuple:
         if found is None:
             found = cache[key] = _template(node, value, float_dtype, [False] * len(slotted))
     expr, parts = found
-    printer = NumbaPrinter(float_dtype, "libm", True)
     literals = {}
     for k, (i, slot) in enumerate(zip(node.inputs, slotted)):
         if slot:
-            text = printer.number(number(i.uniform), integer=False)
-            literals[k] = f"({text})" if text.startswith("-") else text
+            literal_key = ("literal", repr(float(i.uniform)))
+            text = cache.get(literal_key)
+            if text is None:
+                text = NumbaPrinter(float_dtype, "libm", True).number(number(i.uniform),
+                                                                      integer=False)
+                text = cache[literal_key] = f"({text})" if text.startswith("-") else text
+            literals[k] = text
     return expr, parts, literals
 
 
@@ -331,6 +338,8 @@ def lower_straight(kernel: Kernel) -> LoweredKernel:
     value = {id(i): n for i, n in zip(kernel.inputs, names)}
     cache: dict = {}
     texts: list = []
+    steps: list = []
+    joined: dict = {}
     for node in kernel.nodes:
         expr, parts, literals = _node_template(node, value, float_dtype, cache)
         args = [literals.get(k) or value.get(id(i)) for k, i in enumerate(node.inputs)]
@@ -340,16 +349,33 @@ def lower_straight(kernel: Kernel) -> LoweredKernel:
         text = "".join(args[int(p)] if k % 2 else p for k, p in enumerate(parts))
         name = f"u{len(texts)}"
         texts.append(f"{name} = {text}")
+        template = joined.get(id(parts))
+        if template is None:
+            template = joined[id(parts)] = "".join(f"Q{p}_" if k % 2 else p
+                                                   for k, p in enumerate(parts))
+        steps.append((template, args, name, tuple(_ir_kind(i.dtype) for i in node.inputs),
+                      _ir_kind(node.dtype)))
         value[id(node)] = name
     replacements = [(sp.Symbol(f"q{k}_"), found[0])
-                    for k, found in enumerate(cache.values()) if found]
+                    for k, found in enumerate(v for v in cache.values()
+                                              if isinstance(v, tuple))]
     sources = []
     for out in kernel.outputs:
         if out.source not in sources:
             sources.append(out.source)
     results = [_symbol(value[id(s)], s.dtype) for s in sources]
     return LoweredKernel(kernel, symbols, sources, list(results), replacements, results,
-                         float_dtype, texts=texts)
+                         float_dtype, texts=texts, steps=steps)
+
+
+def _ir_kind(dtype) -> Optional[str]:
+    """The LLVM type of a value in a body written as IR (``llvm_body``): float64, float32
+    and bool only (None: another type, the body stays numba's)."""
+    return _IR_KINDS.get(dtype)
+
+
+_IR_KINDS = {np.dtype("float64"): "double", np.dtype("float32"): "float",
+             np.dtype("bool"): "i1"}   # keyed by dtype: dtype.name is slow
 
 
 _MODULE_CALL = re.compile(r"\b(math|np)\.(\w+)\(")

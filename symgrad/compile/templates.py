@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from .llvm_body import function_ir
 from .lower import LoweredKernel
 from .masks import loop_masks, row_range
-from .printer import NumbaPrinter
+from .printer import NumbaPrinter, helpers_used
 from .regions import KernelOutput
 from .access import InputAccess
 from .gather import base_reads, gather_accesses, gather_axes, gather_loop_source
@@ -212,9 +213,15 @@ def _named_results(results: list) -> tuple:
 
 
 def split_body_source(lowered: LoweredKernel, name: str, math: str = "libm",
-                      trig: bool = True) -> str:
+                      trig: bool = True, llvm: bool = False) -> str:
     """The scalar body as a chain of functions of at most SPLIT_STATEMENTS statements each
-    (one long straight-line function makes LLVM slow), or one function when short."""
+    (one long straight-line function makes LLVM slow), or one function when short.
+    ``llvm`` (CPU targets): a kernel lowered node by node is written as LLVM IR where
+    ``llvm_body`` can (``llvm_body_source``)."""
+    if llvm:
+        source = llvm_body_source(lowered, name)
+        if source is not None:
+            return source
     reps = lowered.replacements
     if len(reps) <= SPLIT_STATEMENTS or checks_trig(lowered, math):
         return body_source(lowered, name, math, trig)
@@ -252,6 +259,41 @@ def split_body_source(lowered: LoweredKernel, name: str, math: str = "libm",
     lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
     parts.append("\n".join(lines))
     return "\n\n\n".join(parts)
+
+
+# Kernels lowered node by node (``lower.lower_straight``) have their scalar body written as
+# LLVM IR (``llvm_body``) on CPU targets: numba's front end (bytecode, typing, lowering)
+# was about 90% of their compile (deep chain of 2,000 levels and its gradient: 6.7 s of
+# 9.6 s in the body's numba passes, 0.9 s in LLVM).
+LLVM_BODIES = True
+
+
+def llvm_body_source(lowered: LoweredKernel, name: str) -> Optional[str]:
+    """``name = llvm_body_(IR, ..)``: the scalar body of a straight kernel of float64,
+    float32 and bool values as an LLVM IR function (None where ``llvm_body`` cannot write
+    it)."""
+    from numba.core import config
+
+    kernel = lowered.kernel
+    inputs = tuple(_IR_KINDS.get(i.dtype.name) for i in kernel.inputs)
+    outputs = tuple(_IR_KINDS.get(s.dtype.name) for s in lowered.sources)
+    if not LLVM_BODIES or config.DISABLE_JIT or lowered.steps is None or \
+            None in inputs + outputs:
+        return None
+    results = [r.name for r in lowered.results]
+    helpers = dict(helpers_used([e for _, e in lowered.replacements]))
+    made = function_ir(inputs, lowered.steps, results,
+                       len(lowered.steps) <= INLINE_STATEMENTS, helpers, outputs)
+    if made is None or '"""' in made[0] or "\\" in made[0]:
+        return None
+    names = ", ".join(f"{s.name} = {quoted(n.name)}"
+                      for s, n in zip(lowered.symbols, kernel.inputs))
+    return (f"# {name}: LLVM IR, {len(lowered.steps)} statements ({names or 'no inputs'})\n"
+            "from symgrad.compile.llvm_link import body_function as llvm_body_\n"
+            f'{name} = llvm_body_("""{made[0]}""", {inputs!r}, {outputs!r}, {made[1]!r})')
+
+
+_IR_KINDS = {"float64": "double", "float32": "float", "bool": "i1"}
 
 
 def loop_source(lowered: LoweredKernel, name: str, point: str, parallel: bool,
