@@ -25,7 +25,8 @@ The driver ``run(*args)`` is generated source (``cuda_driver.CudaModuleWriter``,
 * kernels: ``cuda_templates`` (grid-stride loop, block tree + atomic reductions), bound
   to their launch configuration once per size and stream (``bound_kernel``) and launched
   asynchronously;
-* loop nests (``nest.Nest``, pair sums): one kernel each, ``cuda_nest``;
+* loop nests (``nest.Nest``, pair sums): rank 2 as tiled passes with the CPU nest's
+  mask and symmetry rules (``cuda_tiles``), other ranks one kernel each (``cuda_nest``);
 * structural steps (matmul, einsum, layout, indexing, scans, reductions, casts):
   ``cuda_steps.FORMS`` on the array module ``xp`` -- CuPy on a GPU (cuBLAS, CuPy's
   memory pool), numpy standing in for CuPy under the simulator;
@@ -73,6 +74,9 @@ SIMULATOR = bool(config.ENABLE_CUDASIM)
 PREFERRED_THREADS = 256      # threads per block (capped by the device and cuda_templates.BLOCK)
 WAVES = 2                    # grid = WAVES x (blocks resident on all SMs), for grid-stride loops
 SIM_THREADS, SIM_BLOCKS = 32, 2
+TILE_THREADS = 128           # threads per block of a tiled nest (cuda_tiles): rows per block
+TILE_BLOCKS_PER_SM = 8       # a tiled nest splits the other axis until the grid has this many
+SIM_CHUNKS = 2               # chunks of the other axis under the simulator (exercised in tests)
 
 
 # --- what the generated module imports as ``math``, ``np`` and the helpers -----------------
@@ -318,6 +322,32 @@ class _SimulatorLaunch:
         return self.kernel[self.config](*args)
 
 
+@lru_cache(maxsize=None)
+def tile_configuration(own: int, other: int) -> tuple:
+    """(blocks, threads) of a tiled nest pass (``cuda_tiles``) whose threads own ``own``
+    indexes and walk ``other`` in tiles: row blocks of ``threads`` times chunks of the
+    other axis, so that small ``own`` still fills every SM (each chunk adds one atomic per
+    row sum and row)."""
+    limits = device_limits()
+    if limits.simulator:
+        threads = SIM_THREADS
+        chunks = max(1, min(SIM_CHUNKS, -(-other // threads)))
+    else:
+        threads = max(limits.warp, min(TILE_THREADS, limits.max_threads, BLOCK))
+        rows = max(1, -(-own // threads))
+        want = TILE_BLOCKS_PER_SM * limits.sm_count
+        chunks = max(1, min(-(-want // rows), -(-other // threads)))
+    return max(1, -(-own // threads)) * chunks, threads
+
+
+def bound_tiles(kernel, own: int, other: int, stream):
+    """A tiled nest pass bound to its configuration (``tile_configuration``) and stream."""
+    config = (*tile_configuration(own, other), stream)
+    if SIMULATOR:
+        return _SimulatorLaunch(kernel, config)
+    return kernel[config]
+
+
 def bound_kernel(kernel, size: int, stream):
     """``kernel`` bound to the launch configuration of ``size`` elements and to ``stream``;
     the generated driver caches the result per (kernel, size, stream)."""
@@ -329,7 +359,7 @@ def bound_kernel(kernel, size: int, stream):
 
 # --- building a cuda function --------------------------------------------------------------
 
-CUDA_CODEGEN_VERSION = "cuda-5"     # generated driver (cuda_driver), cheap stores recomputed
+CUDA_CODEGEN_VERSION = "cuda-6"     # generated driver (cuda_driver), cheap stores recomputed
 
 
 def device_fallback(reference, single: bool):

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 from ..shapes import format_shape
 from .cuda_nest import nest_kernel_source
+from .cuda_tiles import tiled, tiled_source
 from .driver import kernel_exprs
 from .lower import LoweredKernel
 from .nest import Nest
@@ -193,7 +194,7 @@ def module_source(plan: Plan, lowered: list, key: str) -> str:
     head = [f"# symgrad generated · key {key[:16]} · target cuda",
             f"# inputs: {ins or '-'}   outputs: {outs or '-'}",
             "# structural steps run on the device: symgrad.compile.cuda_steps (CuPy)",
-            "import numpy", "from numba import cuda, float64, int64", "",
+            "import numpy", "from numba import cuda, float64, from_dtype, int64", "",
             "from symgrad.compile.cuda_runtime import device_math as math",
             "from symgrad.compile.cuda_runtime import device_numpy as np",
             "from symgrad.compile.cuda_runtime import device_helper",
@@ -206,9 +207,12 @@ def module_source(plan: Plan, lowered: list, key: str) -> str:
     by_index = {lk.kernel.index: lk for lk in lowered}
     for unit in plan.units:
         if isinstance(unit, Nest):
+            name = f"_n{unit.index}_cuda"
+            text = tiled_source(unit, by_index, name) if tiled(unit) else \
+                nest_kernel_source(unit, by_index, name)
             parts.append(f"# nest {unit.index}: kernels "
                          f"{', '.join(str(k.index) for k in unit.kernels)} in one kernel\n"
-                         + nest_kernel_source(unit, by_index, f"_n{unit.index}_cuda"))
+                         + text)
     return "\n\n\n".join(parts) + "\n"
 
 

@@ -247,10 +247,8 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
     if rejections or nests:
         lines.append("loop nests:")
         lines += [f"  {r}" for r in rejections]
-        lines += _nest_lines(nests) if get_target(target).pair_rules else [
-            f"  nest {n.index} visits every (i0, i1) of {format_shape(n.outer.shape)} in one "
-            f"{get_target(target).kernel_place} (no symmetry or mask rule on this target)"
-            for n in nests]
+        lines += _nest_lines(nests) if get_target(target).pair_rules else \
+            get_target(target).nest_lines(nests)   # a device target's own nest kernels
     masks = [] if get_target(target).device else _flat_mask_lines(plan)   # host loop templates
     if masks:
         lines.append("constant masks read as index predicates:")
