@@ -149,18 +149,20 @@ class _Reads:
 
 def _band_range(kept, own: int, lines: list) -> None:
     """``b_lo, b_hi``: the other-axis indexes band ``kept`` keeps for the block's own
-    indexes ``lo .. hi - 1`` (all of them when ``kept`` is None)."""
+    indexes ``lo .. hi - 1`` (all of them when ``kept`` is None). Integer bounds are
+    clamped with ``if`` (numba.cuda resolves the builtin ``max`` of two ints to an
+    iterable overload)."""
     other = f"n{1 - own}"
-    lo, hi = "0", other
+    lines += ["b_lo = 0", f"b_hi = {other}"]
     if kept is not None:
         op, k = kept
         k = k if own == 0 else -k     # i1 - i0 op k, seen from the own axis
-        first, last = f"max(lo + {k}, 0)", f"min(hi + {k}, {other})"
         if (op == ">=") == (own == 0) or op == "==":
-            lo = first
+            lines += [f"b_lo = lo + {k}" if k else "b_lo = lo", "if b_lo < 0:", "    b_lo = 0"]
         if (op == "<=") == (own == 0) or op == "==":
-            hi = last
-    lines += [f"b_lo = {lo}", f"b_hi = max({hi}, b_lo)"]
+            lines += [f"b_hi = hi + {k}" if k else "b_hi = hi", f"if b_hi > {other}:",
+                      f"    b_hi = {other}"]
+    lines += ["if b_hi < b_lo:", "    b_hi = b_lo"]
 
 
 def _pass(nest: Nest, lowered: dict, name: str, own: int) -> str:
@@ -236,17 +238,21 @@ def _kernel_text(nest, name, own, inputs, outs, rules, reads, point, acc, ends, 
     lines = [*(f"{t} = from_dtype(numpy.dtype({d!r}))" for d, t in types.items()), "", "",
              "@cuda.jit(cache=NUMBA_CACHE)", f"def {name}({', '.join(params)}):"]
     body = ["tid = cuda.threadIdx.x", "bd = cuda.blockDim.x",
-            f"nrb = max((n{own} + bd - 1) // bd, 1)", "nch = max(cuda.gridDim.x // nrb, 1)",
+            f"nrb = (n{own} + bd - 1) // bd", "if nrb < 1:", "    nrb = 1",
+            "nch = cuda.gridDim.x // nrb", "if nch < 1:", "    nch = 1",
             "ch = cuda.blockIdx.x // nrb", "lo = (cuda.blockIdx.x % nrb) * bd",
-            f"hi = min(lo + bd, n{own})", f"i{own} = lo + tid", f"live = i{own} < n{own}"]
+            "hi = lo + bd", f"if hi > n{own}:", f"    hi = n{own}",
+            f"i{own} = lo + tid", f"live = i{own} < n{own}"]
     _band_range(rules.kept, own, body)
-    body += ["per = (b_hi - b_lo + nch - 1) // nch", "c_lo = min(b_lo + ch * per, b_hi)",
-             "c_hi = min(c_lo + per, b_hi)"]
+    body += ["per = (b_hi - b_lo + nch - 1) // nch", "c_lo = b_lo + ch * per",
+             "if c_lo > b_hi:", "    c_lo = b_hi", "c_hi = c_lo + per", "if c_hi > b_hi:",
+             "    c_hi = b_hi"]
     body += [f"{t} = cuda.shared.array(BLOCK, {types[d]})" for t, _, d in reads.tiles.values()]
     if any(mode == "full" for *_, mode in ends):
         body.append("m = cuda.shared.array(BLOCK, float64)")
     body += [f"{s} = 0.0" for s in acc.values()]
-    body += ["for t0 in range(c_lo, c_hi, bd):", "    tl = min(bd, c_hi - t0)",
+    body += ["for t0 in range(c_lo, c_hi, bd):", "    tl = c_hi - t0", "    if tl > bd:",
+             "        tl = bd",
              "    cuda.syncthreads()", "    for q in range(tid, tl, bd):"]
     body += [f"        {t}[q] = {load}" for t, load, _ in reads.tiles.values()]
     body += ["    cuda.syncthreads()", "    if live:"]
