@@ -94,6 +94,17 @@ def _check_float32(module, k) -> None:
             raise AssertionError(f"kernel {k.index}: a float32 region returns {resty}")
 
 
+def _signed(kernel, args: list) -> tuple:
+    """The kernel's own signature (cuda_signatures; what a GPU compiles it with), checked
+    against the argument types derived here (the same dtypes and ranks; outputs C)."""
+    from numba.core import sigutils
+    own, _ = sigutils.normalize_signature(kernel.symgrad_signature)
+    if [(t.dtype, t.ndim) if hasattr(t, "ndim") else t for t in own] != \
+            [(t.dtype, t.ndim) if hasattr(t, "ndim") else t for t in args]:
+        raise AssertionError(f"{kernel.__name__}: signature {own} but the plan says {args}")
+    return tuple(own)
+
+
 def _check_nests(f, name: str) -> int:
     """Compile each device loop nest of ``f`` (symgrad/compile/cuda_nest.py)."""
     np, cuda, from_dtype, int64, nbtypes = _numba()
@@ -113,7 +124,7 @@ def _check_nests(f, name: str) -> int:
         for suffix in ("", "_cols"):   # cuda_tiles' column pass, where the nest has one
             kernel = getattr(f.module, f"_n{nest.index}_cuda{suffix}", None)
             if kernel is not None:
-                cuda.compile_ptx(kernel.py_func, tuple(args), cc=CC)
+                cuda.compile_ptx(kernel.py_func, _signed(kernel, args), cc=CC)
                 print(f"{name}: nest {nest.index}{suffix} ok", flush=True)
                 count += 1
     return count
@@ -138,7 +149,7 @@ def check(sg) -> int:
             kernel = getattr(f.module, f"_k{k.index}_cuda")
             if name.startswith("smooth-float32"):
                 _check_float32(f.module, k)
-            cuda.compile_ptx(kernel.py_func, tuple(args), cc=CC)
+            cuda.compile_ptx(kernel.py_func, _signed(kernel, args), cc=CC)
             print(f"{name}: kernel {k.index} ok", flush=True)
             count += 1
         count += _check_nests(f, name)

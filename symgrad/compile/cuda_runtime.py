@@ -313,13 +313,97 @@ def configuration(size: int) -> tuple:
 
 class _SimulatorLaunch:
     """The simulator configures a kernel object in place (``kernel[config]`` returns the
-    kernel itself): a cached launch configures it again at each call."""
+    kernel itself): a cached launch configures it again at each call. It ignores kernel
+    signatures, so each launch checks its arguments against the kernel's
+    (``kernel_jit``): what a GPU's specialized launch would take without looking."""
 
     def __init__(self, kernel, config: tuple):
         self.kernel, self.config = kernel, config
+        self.argtypes = getattr(kernel, "symgrad_argtypes", None)
 
     def __call__(self, *args):
+        if self.argtypes is not None:
+            check_arguments(self.kernel, self.argtypes, args)
         return self.kernel[self.config](*args)
+
+
+SIGNED: collections.Counter = collections.Counter()
+"""Kernels built with an explicit signature (``kernel_jit``), by kind: 'compiled' (a
+specialized numba dispatcher, GPU) or 'checked' (simulator: launches check arguments)."""
+
+
+def kernel_jit(signature: str, cache: bool):
+    """The decorator of a generated kernel (``cuda_signatures``). On a GPU:
+    ``cuda.jit(signature)``, compiled when the module loads (inside ``sg.function``) and
+    specialized, so a launch takes its one overload without typing its arguments. Under
+    the simulator (which ignores signatures) the kernel keeps the parsed signature as
+    ``symgrad_argtypes`` and every launch checks its arguments against it."""
+    if not SIMULATOR:
+        def compiled(fn):
+            if not _gpu_present():   # a toolkit without a GPU (cuda_ptx_check): lazily
+                kernel = cuda.jit(cache=cache)(fn)
+            else:
+                kernel = cuda.jit(signature, cache=cache)(fn)
+                SIGNED["compiled"] += 1
+            kernel.symgrad_signature = signature
+            return kernel
+        return compiled
+    from numba.core import sigutils
+    argtypes, _ = sigutils.normalize_signature(signature)
+
+    def checked(fn):
+        kernel = cuda.jit(fn)
+        kernel.symgrad_signature, kernel.symgrad_argtypes = signature, tuple(argtypes)
+        SIGNED["checked"] += 1
+        return kernel
+    return checked
+
+
+@lru_cache(maxsize=None)
+def _gpu_present() -> bool:
+    return bool(cuda.is_available())
+
+
+def check_arguments(kernel, argtypes: tuple, args: tuple) -> None:
+    """A launch's arguments against the kernel's signature: integers for integers, arrays
+    of the signature's dtype and rank, C-contiguous where it says C (RuntimeError)."""
+    from numba.np.numpy_support import as_dtype
+    if len(args) != len(argtypes):
+        raise RuntimeError(f"{kernel.__name__}: {len(args)} arguments for {argtypes}")
+    for k, (value, ty) in enumerate(zip(args, argtypes)):
+        if not hasattr(ty, "ndim"):
+            ok = isinstance(value, (int, numpy.integer)) and not isinstance(value, bool)
+        else:
+            a = numpy.asarray(getattr(value, "_ary", value))
+            ok = a.dtype == as_dtype(ty.dtype) and a.ndim == ty.ndim and \
+                (ty.layout != "C" or a.flags.c_contiguous)
+        if not ok:
+            got = type(value).__name__ if not hasattr(ty, "ndim") else \
+                f"{a.dtype} {a.ndim}-d{' C' if a.flags.c_contiguous else ''}"
+            raise RuntimeError(f"{kernel.__name__}: argument {k} is {got}, its signature "
+                               f"says {ty} (cuda_signatures)")
+
+
+def _bound(kernel, config: tuple):
+    """``kernel`` configured; a specialized kernel (one signature) as its compiled
+    overload's ``launch`` bound to the configuration, so a call neither types nor looks
+    up anything."""
+    if SIMULATOR:
+        return _SimulatorLaunch(kernel, config)
+    configured = kernel[config]
+    overloads = getattr(kernel, "overloads", {})
+    if not getattr(kernel, "specialized", False) or len(overloads) != 1:
+        return configured
+    compiled = next(iter(overloads.values()))
+    try:
+        grid, block = configured.griddim, configured.blockdim
+        stream, shared = configured.stream, configured.sharedmem
+    except AttributeError:   # another numba-cuda layout: the configured dispatcher
+        return configured
+
+    def launch(*args):
+        compiled.launch(args, grid, block, stream, shared)
+    return launch
 
 
 @lru_cache(maxsize=None)
@@ -342,24 +426,18 @@ def tile_configuration(own: int, other: int) -> tuple:
 
 def bound_tiles(kernel, own: int, other: int, stream):
     """A tiled nest pass bound to its configuration (``tile_configuration``) and stream."""
-    config = (*tile_configuration(own, other), stream)
-    if SIMULATOR:
-        return _SimulatorLaunch(kernel, config)
-    return kernel[config]
+    return _bound(kernel, (*tile_configuration(own, other), stream))
 
 
 def bound_kernel(kernel, size: int, stream):
     """``kernel`` bound to the launch configuration of ``size`` elements and to ``stream``;
     the generated driver caches the result per (kernel, size, stream)."""
-    config = (*configuration(size), stream)
-    if SIMULATOR:
-        return _SimulatorLaunch(kernel, config)
-    return kernel[config]
+    return _bound(kernel, (*configuration(size), stream))
 
 
 # --- building a cuda function --------------------------------------------------------------
 
-CUDA_CODEGEN_VERSION = "cuda-6"     # generated driver (cuda_driver), cheap stores recomputed
+CUDA_CODEGEN_VERSION = "cuda-7"     # explicit kernel signatures (cuda_signatures)
 
 
 def device_fallback(reference, single: bool):

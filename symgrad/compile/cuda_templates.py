@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 from ..shapes import format_shape
 from .cuda_nest import nest_kernel_source
+from .cuda_signatures import decorator, kernel_signature
 from .cuda_tiles import tiled, tiled_source
 from .driver import kernel_exprs
 from .lower import LoweredKernel
@@ -59,7 +60,6 @@ from .templates import (LONG_POINT_DECORATOR, OPTIONS, POINT_DECORATOR, input_ac
 
 BLOCK = 256            # shared-memory slots per block reduction: the largest block launched
 DEVICE_DECORATOR = "@cuda.jit(device=True)"
-KERNEL_DECORATOR = "@cuda.jit(cache=NUMBA_CACHE)"
 
 
 @dataclass
@@ -114,7 +114,10 @@ def kernel_source(lowered: LoweredKernel, name: str, point: str) -> str:
     outs = [output_mode(o, rank) for o in kernel.outputs]
     out_names = [f"r{k}" for k in range(len(outs))]
     dims = [f"n{j}" for j in range(rank)]
-    lines = [KERNEL_DECORATOR, f"def {name}({', '.join(dims + ins + out_names)}):"]
+    sig = kernel_signature(rank, [(i.dtype, len(i.shape)) for i in kernel.inputs],
+                           [(accumulator_dtype(o.out) if o.accumulates else o.out.node.dtype,
+                             rank) for o in outs])
+    lines = [decorator(sig), f"def {name}({', '.join(dims + ins + out_names)}):"]
     source_index = {id(s): j for j, s in enumerate(lowered.sources)}
     values = [f"e{j}" for j in range(len(lowered.sources))]
     reads = ", ".join(n + input_subscript(i.dims, kernel.dims, n)
@@ -198,6 +201,7 @@ def module_source(plan: Plan, lowered: list, key: str) -> str:
             "from symgrad.compile.cuda_runtime import device_math as math",
             "from symgrad.compile.cuda_runtime import device_numpy as np",
             "from symgrad.compile.cuda_runtime import device_helper",
+            "from symgrad.compile.cuda_runtime import kernel_jit as kernel_jit_",
             *[f"{alias} = device_helper({spec!r})"
               for alias, spec in helpers_used(kernel_exprs(lowered))], "",
             "f32 = numpy.float32", f"BLOCK = {BLOCK}", ""]

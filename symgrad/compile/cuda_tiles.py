@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..shapes import format_shape
+from .cuda_signatures import decorator
 from .masks import predicate, read_text
 from .nest import Nest, nest_inputs, nest_masks, nest_symmetry, point_reads
 from .regions import Kernel
@@ -230,13 +231,14 @@ def _pass(nest: Nest, lowered: dict, name: str, own: int) -> str:
 
 
 def _kernel_text(nest, name, own, inputs, outs, rules, reads, point, acc, ends, arg) -> str:
+    from .cuda_nest import nest_signature
     other = 1 - own
     params = ["n0", "n1"] + [arg[id(n)] for n in inputs] + [o.name for o in outs]
     types = {}
     for _, (_, _, dtype) in reads.tiles.items():
         types.setdefault(dtype, f"T{len(types)}{name}")
     lines = [*(f"{t} = from_dtype(numpy.dtype({d!r}))" for d, t in types.items()), "", "",
-             "@cuda.jit(cache=NUMBA_CACHE)", f"def {name}({', '.join(params)}):"]
+             decorator(nest_signature(nest, inputs)), f"def {name}({', '.join(params)}):"]
     body = ["tid = cuda.threadIdx.x", "bd = cuda.blockDim.x",
             f"nrb = (n{own} + bd - 1) // bd", "if nrb < 1:", "    nrb = 1",
             "nch = cuda.gridDim.x // nrb", "if nch < 1:", "    nch = 1",
