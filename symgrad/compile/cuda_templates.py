@@ -206,8 +206,9 @@ def module_source(plan: Plan, lowered: list, key: str) -> str:
               for alias, spec in helpers_used(kernel_exprs(lowered))], "",
             "f32 = numpy.float32", f"BLOCK = {BLOCK}", ""]
     parts = ["\n".join(head)]
-    for lk in lowered:
-        parts.append(_kernel_part(lk))
+    nested = {k.index for u in plan.units if isinstance(u, Nest) for k in u.kernels}
+    for lk in lowered:   # a nest's kernels: only their point functions (nothing launches
+        parts.append(_kernel_part(lk, lk.kernel.index not in nested))   # them flat)
     by_index = {lk.kernel.index: lk for lk in lowered}
     for unit in plan.units:
         if isinstance(unit, Nest):
@@ -220,7 +221,7 @@ def module_source(plan: Plan, lowered: list, key: str) -> str:
     return "\n\n\n".join(parts) + "\n"
 
 
-def _kernel_part(lk: LoweredKernel) -> str:
+def _kernel_part(lk: LoweredKernel, flat: bool = True) -> str:
     k: Kernel = lk.kernel
     names = ", ".join(sorted({n.op.name for n in k.nodes}))
     modes = [output_mode(o, k.rank) for o in k.outputs]
@@ -229,5 +230,6 @@ def _kernel_part(lk: LoweredKernel) -> str:
     comment = (f"# kernel {k.index}: {len(k.nodes)} nodes ({names}) over shape "
                f"{format_shape(k.shape)} -> {outs}")
     point = f"_k{k.index}_point"
-    return "\n\n\n".join([comment + "\n" + device_body_source(lk, point),
-                          kernel_source(lk, f"_k{k.index}_cuda", point)])
+    body = comment + "\n" + device_body_source(lk, point)
+    return "\n\n\n".join([body, kernel_source(lk, f"_k{k.index}_cuda", point)]) if flat \
+        else body
