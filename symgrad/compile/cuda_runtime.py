@@ -31,7 +31,8 @@ The driver ``run(*args)`` is generated source (``cuda_driver.CudaModuleWriter``,
   ``cuda_steps.FORMS`` on the array module ``xp`` -- CuPy on a GPU (cuBLAS, CuPy's
   memory pool), numpy standing in for CuPy under the simulator;
 * device memory: ``xp.empty``/``xp.zeros`` (CuPy's pool), handed to numba kernels
-  through ``__cuda_array_interface__`` without a copy or a synchronisation.
+  through ``__cuda_array_interface__`` without a copy or a synchronisation; numba's own
+  allocations come from the same pool (``cuda_memory``, numba's EMM plugin interface).
 
 Every host<->device copy goes through ``to_device``/``to_host`` and is counted in
 ``TRANSFERS``: host arguments once each, results once each, constants once per
@@ -62,6 +63,7 @@ from numba import config, cuda  # noqa: E402 - after the shim above
 from ..outputs import OutputMode
 from . import cache
 from .cuda_driver import CudaModuleWriter
+from .cuda_memory import install as install_memory_manager
 from .cuda_remat import recompute_cheap_stores
 from .cuda_steps import StepContext, run_step  # noqa: F401 - run_step: the driver's run_step_
 from .cuda_templates import BLOCK
@@ -71,6 +73,7 @@ from .runtime import CompiledFunction, bind_runtime
 from .targets import CUDA
 
 SIMULATOR = bool(config.ENABLE_CUDASIM)
+POOLED = install_memory_manager(SIMULATOR)   # numba allocates from CuPy's pool (cuda_memory)
 PREFERRED_THREADS = 256      # threads per block (capped by the device and cuda_templates.BLOCK)
 WAVES = 2                    # grid = WAVES x (blocks resident on all SMs), for grid-stride loops
 SIM_THREADS, SIM_BLOCKS = 32, 2
