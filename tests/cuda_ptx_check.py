@@ -72,6 +72,10 @@ def graphs(sg):
     eye = sg.constant(~np.eye(6, dtype=bool))                # W3: symmetric, a predicate
     w3 = 0.5 * sg.reduce_sum(sg.where(eye, 4.0 * (r2**-6 - r2**-3), 0.0))
     out.append(("pair-nest-w3", [p], [w3] + sg.gradients(w3, p)))
+    u = sg.placeholder("u", shape=(None, 3))     # an unknown length that may be 1: the
+    w = sg.placeholder("w", shape=(None, 1))     # broadcast read of the flat template
+    yu = sg.reduce_sum(sg.sin(u) * w)
+    out.append(("unknown-broadcast", [u, w], [yu] + sg.gradients(yu, [u, w])))
     s = sg.placeholder("s", shape=())
     out.append(("scalar", [s], [sg.sin(s) * s, sg.gradients(sg.sin(s) * s, s)[0]]))
     return out

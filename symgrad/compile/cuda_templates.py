@@ -17,7 +17,7 @@ float32 graph stays float32 on the device.
 The kernel ``_k<i>_cuda(n0.., x0.., r0..)`` is a grid-stride loop over the flattened
 iteration space; each flat index is split into ``i0, i1, ..`` and the inputs are read
 with the CPU target's subscripts (``templates.input_access``). An input whose unknown
-dim may be 1 at run time is read at ``min(i<j>, x.shape[p] - 1)`` (exact, since
+dim may be 1 at run time is read at ``(i<j> if i<j> < x.shape[p] else 0)`` (exact, since
 broadcasting allows only 1 or the full length) instead of being broadcast on the host.
 
 Reductions (fused ``reduce_sum``/``reduce_mean``/``unbroadcast``)
@@ -94,7 +94,8 @@ def input_subscript(dims: tuple, it_dims: tuple, name: str) -> str:
     access = input_access(dims, it_dims)
     if not access.broadcast:
         return access.index
-    idx = subscript_items(dims, it_dims, lambda p, j: f"min(i{j}, {name}.shape[{p}] - 1)")
+    idx = subscript_items(dims, it_dims,   # not the builtin min: see cuda_tiles._band_range
+                          lambda p, j: f"(i{j} if i{j} < {name}.shape[{p}] else 0)")
     return "[" + ", ".join(idx) + "]"
 
 
