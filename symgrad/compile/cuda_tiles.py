@@ -88,12 +88,17 @@ def tiled(nest: Nest) -> bool:
 
 def device_rules(nest: Nest, lowered: dict) -> DeviceRules:
     """The pair rules a tiled nest uses: the CPU writer's decisions (``nest.nest_source``:
-    masks first, symmetry only when no mask skips pairs)."""
+    masks first, symmetry only when no mask skips pairs). Kept on the nest
+    (``device_rules_``): the kernel text, the driver and ``explain`` all ask, and reading
+    an ``N x N`` constant's band compares ``N**2`` values."""
     if not tiled(nest):
         return DeviceRules({}, None, {})
-    bands, skip = nest_masks(nest, lowered)
-    mirror = nest_symmetry(nest, lowered) if skip is None else {}
-    return DeviceRules(bands, skip, mirror)
+    rules = getattr(nest, "device_rules_", None)
+    if rules is None:
+        bands, skip = nest_masks(nest, lowered)
+        mirror = nest_symmetry(nest, lowered) if skip is None else {}
+        rules = nest.device_rules_ = DeviceRules(bands, skip, mirror)
+    return rules
 
 
 def device_nest_inputs(nest: Nest, lowered: dict) -> list:
