@@ -72,6 +72,9 @@ def graphs(sg):
     eye = sg.constant(~np.eye(6, dtype=bool))                # W3: symmetric, a predicate
     w3 = 0.5 * sg.reduce_sum(sg.where(eye, 4.0 * (r2**-6 - r2**-3), 0.0))
     out.append(("pair-nest-w3", [p], [w3] + sg.gradients(w3, p)))
+    flag = sg.placeholder("flag", shape=(6,), dtype="bool")    # a tile of booleans
+    fl = sg.reduce_sum(sg.where(flag[None, :], pair, 0.0))
+    out.append(("pair-nest-flags", [p, flag], [fl] + sg.gradients(fl, p)))
     u = sg.placeholder("u", shape=(None, 3))     # an unknown length that may be 1: the
     w = sg.placeholder("w", shape=(None, 1))     # broadcast read of the flat template
     yu = sg.reduce_sum(sg.sin(u) * w)

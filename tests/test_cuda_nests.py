@@ -124,3 +124,17 @@ def test_tile_configuration_fills_the_device(monkeypatch):
         assert blocks % rows == 0 and blocks >= rt.TILE_BLOCKS_PER_SM * 132
     finally:
         rt.tile_configuration.cache_clear()
+
+
+def test_per_point_flags_are_tiled_with_their_dtype():
+    """A bool read at i1 only is a shared-memory tile of booleans; the sum is not symmetric
+    (the flag is on j only), so the column pass runs."""
+    P = sg.placeholder("P", shape=(N, 3))
+    flag = sg.placeholder("flag", shape=(N,), dtype="bool")
+    D = P[:, None, :] - P[None, :, :]
+    E = sg.reduce_sum(sg.where(flag[None, :], sg.exp(-sg.reduce_sum(D * D, axis=-1)), 0.0))
+    outs = [E] + sg.gradients(E, P)
+    f = sg.function([P, flag], outs, target="cuda")
+    assert "from_dtype(numpy.dtype('bool'))" in f.source and "_cuda_cols(" in f.source
+    mask = np.arange(N) % 3 != 0
+    _close(f(DATA["P"], mask), sg.function([P, flag], outs, target="cpu")(DATA["P"], mask))
