@@ -1,6 +1,6 @@
 """Dense Jacobians and Hessians: cold compile + first call and per-call time (issue 17).
 
-    python benchmarks/jacobians.py [--n 16,64,128] [--rows 16,64] [--floor]
+    python benchmarks/jacobians.py [--n 16,64,128] [--rows 16,64] [--floor] [--hoist-variants]
                                    [--json benchmarks/results/jacobians.json]
                                    [--chart benchmarks/results/jacobians.png]
 
@@ -12,6 +12,11 @@ shown as wall and process CPU seconds (the machines this runs on are often share
 time is the steadier figure). A JAX column (``jit(jacfwd)`` / ``jit(hessian)``) is added
 when jax imports. ``--rows N,..`` adds the per-row construction that ``sg.jacobian`` used
 before (one ``sg.gradients`` per output entry, stacked) for comparison in the same run.
+
+``--hoist-variants`` times, by hand in numba, the three ways a ``(k, n)`` loop can treat a
+factor that reads only ``(n,)`` operands (``compile/hoist.py`` chose the second): computed
+in every row, computed once into a 1-D temporary, or the loops interchanged (columns
+outer, the factor in a register, strided stores).
 
 Other modules add rows: build ``Case`` objects naming a builder ``module:function(sg, n)``
 that returns ``(inputs, outputs, arrays)`` (and optionally a JAX builder), append them to a
@@ -114,6 +119,43 @@ def dense_cases(sizes=(16, 64, 128)) -> list:
 
 
 CASES = dense_cases()
+
+
+# --- hoisting variants, by hand -----------------------------------------------------------
+def hoist_variants(shapes=((127, 128), (1000, 1000))) -> list:
+    """[(k, n, {variant: best seconds})] for ``out[i, j] = s[i, j] * f(x[j])``."""
+    import math
+    import numba
+    fm = {"contract", "afn", "reassoc", "nsz"}
+
+    @numba.njit(fastmath=fm, error_model="numpy")
+    def every_row(s, x, out):
+        for i in range(s.shape[0]):
+            for j in range(s.shape[1]):
+                out[i, j] = s[i, j] * (math.cos(x[j]) * x[j] * x[j] - math.exp(-x[j]))
+
+    @numba.njit(fastmath=fm, error_model="numpy")
+    def temporary(s, x, out):
+        t = np.empty(s.shape[1])
+        for j in range(s.shape[1]):
+            t[j] = math.cos(x[j]) * x[j] * x[j] - math.exp(-x[j])
+        for i in range(s.shape[0]):
+            for j in range(s.shape[1]):
+                out[i, j] = s[i, j] * t[j]
+
+    @numba.njit(fastmath=fm, error_model="numpy")
+    def interchanged(s, x, out):
+        for j in range(s.shape[1]):
+            c = math.cos(x[j]) * x[j] * x[j] - math.exp(-x[j])
+            for i in range(s.shape[0]):
+                out[i, j] = s[i, j] * c
+
+    rows = []
+    for k, n in shapes:
+        args = (np.random.default_rng(0).random((k, n)), x0(n), np.empty((k, n)))
+        rows.append((k, n, {f.__name__: best_call(f, args) for f in
+                            (every_row, temporary, interchanged)}))
+    return rows
 
 
 # --- measuring ---------------------------------------------------------------------------------
@@ -249,7 +291,14 @@ def main(argv: Optional[list] = None, cases: Optional[list] = None,
     parser.add_argument("--chart", default=chart_path)
     parser.add_argument("--child", nargs=2, metavar=("BUILDER", "N"))
     parser.add_argument("--jax-child", nargs=2, metavar=("BUILDER", "N"))
+    parser.add_argument("--hoist-variants", action="store_true",
+                        help="only time the hand-written hoisting variants")
     args = parser.parse_args(argv)
+    if args.hoist_variants:
+        for k, n, times in hoist_variants():
+            print(f"(k, n) = ({k}, {n}): " + ", ".join(f"{name} {t * 1e6:.1f} µs"
+                                                      for name, t in times.items()))
+        return []
     if args.child:
         print(json.dumps(child(args.child[0], int(args.child[1]))))
         return []

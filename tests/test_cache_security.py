@@ -391,28 +391,58 @@ def test_planted_numba_files_in_a_safe_directory_are_never_unpickled(fresh, patt
 
 def test_sealed_numba_files_are_loaded_not_recompiled(fresh, monkeypatch):
     """The control of the probes above: a genuine sealed index and data file are loaded
-    (numba does not compile the kernel again) without a warning."""
+    (numba does not compile the kernel again) without a warning, and without refreshing
+    numba's registries (``numba_cache._load_light``: linking a cached object needs none)."""
     import sys
 
-    from numba.core import caching
+    from numba.core.base import BaseContext
+
+    from symgrad.compile.eager import dispatchers
     x, y = _graph(57.0)
     f = sg.function([x], y)
     _check(f, 57.0)
     assert _numba_files(f, "*.nbi") and _numba_files(f, "*.nbc")
     _forget(f)
     sys.modules.pop(f.module.__name__, None)
-    loaded = []
-    real = caching.Cache.load_overload
-
-    def spy(self, sig, target_context):
-        loaded.append(real(self, sig, target_context))
-        return loaded[-1]
-    monkeypatch.setattr(caching.Cache, "load_overload", spy)
+    refreshed = []
+    real = BaseContext.refresh
+    monkeypatch.setattr(BaseContext, "refresh", lambda self: refreshed.append(real(self)))
     with warnings.catch_warnings():
         warnings.simplefilter("error", sg.CacheWarning)
         g = sg.function([x], y)
         _check(g, 57.0)
-    assert loaded and all(result is not None for result in loaded)
+    stats = [d.stats for d in dispatchers(g.module).values()]
+    assert sum(sum(s.cache_hits.values()) for s in stats) >= 1
+    assert sum(sum(s.cache_misses.values()) for s in stats) == 0
+    assert refreshed == []
+
+
+def test_a_cached_library_with_an_unknown_symbol_gets_numbas_full_refresh():
+    """The light load links only libraries whose every external symbol resolves now;
+    one that declares another (a registry module would add it) or a payload of another
+    shape takes numba's own path (a full refresh first)."""
+    import llvmlite.binding as ll
+
+    from symgrad.compile.numba_cache import _links_without_refresh
+
+    def payload(ir_text):
+        bitcode = ll.parse_assembly(ir_text).as_bitcode()
+        return (("lib", "object", (b"", bitcode)), "fndesc")
+    assert _links_without_refresh(payload(
+        "declare double @tanh(double)\ndeclare double @llvm.fabs.f64(double)\n"))
+    assert not _links_without_refresh(payload("declare double @symgrad_no_such_symbol(double)\n"))
+    assert not _links_without_refresh(("not a numba payload",))
+
+
+def test_the_light_load_is_for_cpu_contexts_only():
+    """A cache of another target (numba-cuda's) is loaded by numba's own method."""
+    from symgrad.compile.numba_cache import _load_light
+
+    class OtherCache:
+        def load_overload(self, sig, context):
+            return ("numba's own", sig, context)
+    context = object()
+    assert _load_light(OtherCache(), "sig", context) == ("numba's own", "sig", context)
 
 
 def test_numba_cudas_copy_of_the_cache_file_class_is_sealed_too(fresh, tmp_path):
@@ -569,6 +599,30 @@ def test_truncated_numba_cache_files_degrade_and_are_repaired(fresh, pattern):
     with warnings.catch_warnings():
         warnings.simplefilter("error", sg.CacheWarning)
         _check(sg.function([x], y), 71.0)
+
+
+def test_a_sealed_numba_file_whose_library_is_broken_degrades(fresh):
+    """The light load reads the cached library's bitcode before linking: a genuine seal
+    over a broken library (bitcode that does not parse) is one warning and a compile."""
+    import pickle
+    import sys
+
+    from symgrad.compile.numba_cache import SealedCacheFile
+    x, y = _graph(73.0)
+    f = sg.function([x], y)
+    _check(f, 73.0)
+    paths = _numba_files(f, "*.nbc")
+    assert paths
+    for path in paths:
+        payload = pickle.loads(SealedCacheFile.__new__(SealedCacheFile)._read_sealed(str(path)))
+        name, kind, (obj, _bitcode) = payload[0]
+        broken = ((name, kind, (obj, b"not bitcode")),) + tuple(payload[1:])
+        path.write_bytes(trust.seal_bytes(path.name, pickle.dumps(broken)))
+    _forget(f)
+    sys.modules.pop(f.module.__name__, None)
+    with pytest.warns(sg.CacheWarning, match="numba's cache file cannot be read"):
+        g = sg.function([x], y)
+        _check(g, 73.0)
 
 
 def test_a_full_disk_while_numba_saves_its_cache(fresh, monkeypatch):

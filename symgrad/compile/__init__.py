@@ -4,6 +4,8 @@ Pipeline (one module per job)::
 
     fold.py      fold_graph(outputs, inputs) -> FoldedGraph of LNodes: identities removed,
                  constant subgraphs computed, duplicates merged; uniform constants marked
+    hoist.py     hoist_invariants(graph): costly subexpressions of broadcast operands become
+                 nodes of the smaller shape (computed once, not once per broadcast row)
     regions.py   build_plan(graph) -> Plan: elementwise regions + the sums they feed
     lower.py     lower_kernel(kernel) -> LoweredKernel: sympy per output, one cse
     printer.py   NumbaPrinter: scalar sympy -> numba source (target independent)

@@ -27,7 +27,7 @@ from . import cache
 
 __all__ = ["CODEGEN_VERSION", "compile_key"]
 
-CODEGEN_VERSION = "2"
+CODEGEN_VERSION = "3"
 
 
 def compile_key(graph, target: str, mode: OutputMode, math: str) -> str:

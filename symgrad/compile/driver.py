@@ -198,11 +198,13 @@ class ModuleWriter:
         unpack = f"{', '.join(f'v{p.index}' for p in g.placeholders)}{',' if n == 1 else ''} = args"
         self.lines = ["def run(*args, **kwargs):"]
         fast = []
-        if self.has_fast_path():
-            self.lines = fast = ["def run(*args, **kwargs):"]
-            self.emit(f"if len(args) == {n} and not kwargs:", 0)
-            self.emit(unpack, 1)
+        if self.has_fast_path():   # positional-only parameters: no tuple to check, unpack
+            names = [f"v{p.index}" for p in g.placeholders]
+            self.lines = fast = [f"def run({', '.join(v + '=MISSING_' for v in names)}, /, "
+                                 "*rest, **kwargs):"]
             self.fast_path()   # depth 1 and 2 here
+            self.emit(f"args = ({', '.join(names)},) + rest if {names[-1]} is not MISSING_ "
+                      f"else tuple(v for v in ({', '.join(names)},) if v is not MISSING_)")
             self.lines = ["def run(*args, **kwargs):"]
         self.emit("if kwargs:")
         self.emit("args = bind_(args, kwargs)", 2)
@@ -226,8 +228,7 @@ class ModuleWriter:
                 self.step(unit)
         self.emit_return()
         body = ["    " + line for line in self.lines[1:]]
-        fast = ["    " + line for line in fast[1:]]
-        return "\n".join([self.lines[0]] + fast + ["    try:"] + body + [
+        return "\n".join([(fast or self.lines)[0]] + fast[1:] + ["    try:"] + body + [
             "    except Fallback_:",
             "        return reference_(args)",
             "    except NumbaError_ as exc:",
@@ -467,14 +468,15 @@ class ModuleWriter:
                          f"    return {point}({args})")
             entries[f"P{k.index}_"] = f"_k{k.index}_scalar"
         aliases = "\n".join(f"{a} = {n}" for a, n in entries.items())
-        return "\n\n\n".join(parts) + f"\n\n\n{aliases}\nENTRIES_ = {entries!r}"
+        return "\n\n\n".join(parts) + f"\n\n\n{aliases}\nENTRIES_ = {entries!r}\n" \
+            "MISSING_ = object()   # a positional argument of run not given"
 
     def fast_path(self) -> None:
-        """The Python-float fast path of ``has_fast_path`` functions (depth 1: inside
-        ``if len(args) == n and not kwargs``)."""
+        """The Python-float fast path of ``has_fast_path`` functions (depth 1: the
+        driver's positional-only parameters are the placeholders' values)."""
         g = self.plan.graph
         cond = " and ".join(f"type(v{p.index}) is float" for p in g.placeholders)
-        self.emit(f"if {cond}:")
+        self.emit(f"if {cond} and not rest and not kwargs:")
         scalars: dict = {}
         for k in self.plan.kernels:
             lk = self.lowered[k.index]

@@ -131,7 +131,7 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
         raise _Stop()
 
     namespace.update(reference_=stop)
-    run = types.FunctionType(module.run.__code__, namespace, "run")
+    run = types.FunctionType(module.run.__code__, namespace, "run", module.run.__defaults__)
     runs = [(False, parallel_at)]
     if parallel_at:
         runs.append((False, 0))        # every size-dependent choice takes its parallel loop

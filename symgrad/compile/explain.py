@@ -35,6 +35,7 @@ from typing import Optional
 
 from ..shapes import format_shape, is_fully_known
 from .gather import gather_axes
+from .hoist import hoist_lines
 from .lower import lower_kernel
 from .masks import loop_masks, mask_band, predicate
 from .nest import Nest, nest_masks, nest_rejections, nest_symmetry
@@ -249,6 +250,11 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
         lines += [f"  {r}" for r in rejections]
         lines += _nest_lines(nests) if get_target(target).pair_rules else \
             get_target(target).nest_lines(nests)   # a device target's own nest kernels
+    hoisted = getattr(plan.graph, "hoisted", [])
+    if hoisted:
+        lines.append("hoisted out of broadcast axes (computed once per element of the "
+                     "smaller shape):")
+        lines += hoist_lines(hoisted)
     masks = [] if get_target(target).device else _flat_mask_lines(plan)   # host loop templates
     if masks:
         lines.append("constant masks read as index predicates:")

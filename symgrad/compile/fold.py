@@ -5,7 +5,8 @@
 * removes identities (``identity``, ``stop_gradient``, a ``cast`` to the same dtype, a
   reshape to the same fully known shape),
 * computes every node whose inputs are all constants (with the reference interpreter,
-  so the folded value is exactly what ``sg.evaluate`` computes),
+  so the folded value is exactly what ``sg.evaluate`` computes; an elementwise node of
+  uniform constants once on the scalars, an ``expr`` one by sympy as lowering inlines it),
 * turns ``ones_like``/``zeros_like``/``axis_size`` of fully known shapes into constants,
 * merges structurally identical nodes (gradient graphs repeat themselves),
 * applies the rewrites of ``rewrite.py`` (outer products, reuse of computed ``f(x)``).
@@ -100,12 +101,12 @@ class FoldedGraph:
     def canonical(self) -> str:
         """A text that identifies the graph: the hash of the compiled module's key."""
         lines = []
+        exprs: dict = {}
         for node in self.order:
             if node.is_const:
-                digest = hashlib.sha256(np.ascontiguousarray(node.value).tobytes()).hexdigest()
-                attrs = f"{node.value.dtype.str}{node.value.shape}{digest[:24]}"
+                attrs = f"{node.value.dtype.str}{node.value.shape}{_value_digest(node.value)}"
             else:
-                attrs = _attrs_text(node.attrs)
+                attrs = _attrs_text(node.attrs, exprs)
             lines.append(f"{node.op.name}|{[i.index for i in node.inputs]}|{node.shape}|"
                          f"{node.dtype.str}|{node.name if node.op is PLACEHOLDER else ''}"
                          f"|{attrs}")
@@ -113,14 +114,42 @@ class FoldedGraph:
         return "\n".join(lines)
 
 
-def _attrs_text(attrs: dict) -> str:
+def _value_digest(value: np.ndarray) -> str:
+    """A digest of a constant's elements; a broadcast of one element (every stride 0,
+    the folded fills and seeds) is hashed as that element, not as the full array."""
+    if value.size and all(st == 0 for st in value.strides):
+        return "u" + hashlib.sha256(value.flat[0:1].tobytes()).hexdigest()[:24]
+    return hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()[:24]
+
+
+def _attrs_text(attrs: dict, exprs: dict) -> str:
     parts = []
     for key in sorted(attrs):
         value = attrs[key]
-        if key == "expr":
-            value = sp.srepr(value)
-        parts.append(f"{key}={value!r}" if key != "expr" else f"{key}={value}")
+        parts.append(f"{key}={_expr_text(value, exprs)}" if key == "expr" else
+                     f"{key}={value!r}")
     return ",".join(parts)
+
+
+def _expr_text(expr, memo: dict) -> str:
+    """A text naming a sympy tree exactly: each node's class and its args in sympy's
+    canonical order, ``srepr`` for atoms (a symbol's assumptions, a number's digits);
+    about 4x faster than ``srepr`` of the whole, which orders terms by printing them.
+
+    >>> x = sp.Symbol("x", real=True)
+    >>> _expr_text(sp.sin(x) + 2, {})
+    "Add(Integer(2),sin(Symbol('x', real=True)))"
+    """
+    text = memo.get(id(expr))   # by identity: no sympy equality between 2 and 2.0
+    if text is None:
+        if not isinstance(expr, sp.Basic):
+            text = repr(expr)
+        elif not expr.args:
+            text = sp.srepr(expr)
+        else:
+            text = f"{type(expr).__name__}({','.join(_expr_text(a, memo) for a in expr.args)})"
+        memo[id(expr)] = text
+    return text
 
 
 def _alias(tensor, inputs: list, dims) -> Optional[LNode]:
@@ -159,6 +188,10 @@ def _fold_value(tensor, inputs: list) -> Optional[np.ndarray]:
     if any(i.value.size > FOLD_LIMIT for i in inputs) or op is S.matmul and \
             any(i.value.size > 4096 for i in inputs):
         return None
+    if op.kind == "elementwise" and all(i.uniform is not None for i in inputs):
+        value = _fold_uniform(tensor, inputs)
+        if value is not None:
+            return None if value.size > FOLD_LIMIT else value
     try:
         value = run_node(tensor, [i.value for i in inputs])
     except Exception:  # noqa: BLE001 - a failing fold is left for run time to report
@@ -166,6 +199,23 @@ def _fold_value(tensor, inputs: list) -> Optional[np.ndarray]:
     if value.size > FOLD_LIMIT or _inflates(tensor, inputs, value):
         return None
     return value
+
+
+def _fold_uniform(tensor, inputs: list) -> Optional[np.ndarray]:
+    """An elementwise node of uniform constants (``-ones_like(x)`` of a gradient seed),
+    computed once on the scalars and broadcast: no array of the full shape, and an ``expr``
+    node's number by sympy as lowering would inline it (no lambdify); None if it cannot."""
+    shape = np.broadcast_shapes(*(i.value.shape for i in inputs))
+    scalars = [np.asarray(i.uniform, i.dtype) for i in inputs]
+    value = _expr_scalar(tensor, inputs, scalars) if tensor.op is E.expr else None
+    if value is None:
+        try:
+            value = run_node(tensor, scalars)
+        except Exception:  # noqa: BLE001 - the array fold (or run time) reports it
+            return None
+    if np.shape(value) != ():
+        return None
+    return np.broadcast_to(np.asarray(value, tensor.dtype), shape)
 
 
 def _broadcast_uniform(node: LNode):

@@ -21,8 +21,10 @@ from .cache_key import CODEGEN_VERSION, compile_key
 from .driver import PARALLEL_THRESHOLD, ModuleWriter
 from .eager import compile_module
 from .fold import fold_graph
+from .hoist import hoist_invariants
 from .lower import lower_kernel
 from .nest import Nest, nest_plan
+from .numba_startup import defer_blas_check
 from .oprules import PLACEHOLDER
 from .passes import Context, Pass, run_passes
 from .printer import MATH_MODES
@@ -57,9 +59,11 @@ def _as_inputs(inputs: Any, outputs: list) -> list:
 # The pipeline: each pass takes the compile's Context, sets what it computes and returns
 # what it decided (listed by ``f.explain(passes=True)``, docs/compiler.md).
 
-def fold_pass(ctx: Context) -> str:
-    ctx.graph = fold_graph(ctx.outputs, ctx.inputs)
-    return f"{len(ctx.graph.order)} nodes after folding"
+def fold_pass(ctx: Context) -> str:   # then loop invariants out of broadcast axes (hoist.py)
+    ctx.graph, hoisted = hoist_invariants(fold_graph(ctx.outputs, ctx.inputs))
+    ctx.graph.hoisted = hoisted
+    return f"{len(ctx.graph.order)} nodes after folding" + \
+        (f", {len(hoisted)} hoisted out of broadcast axes" if hoisted else "")
 
 
 def plan_pass(ctx: Context) -> str:   # cuda runs getitem_grad as steps
@@ -117,6 +121,8 @@ def bind_pass(ctx: Context) -> str:
 
 
 def numba_pass(ctx: Context) -> str:
+    if ctx.built:
+        defer_blas_check()   # numba's first compile: its registries without scipy.linalg
     runs = compile_module(ctx.module, ctx.inputs,
                           PARALLEL_THRESHOLD if ctx.spec.threads else 0,
                           "ENTRIES_" in ctx.module.__dict__)

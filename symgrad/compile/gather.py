@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .access import InputAccess
+from .masks import mask_band, read_text
 from .oprules import S
 from .scatter import _start, basic_key
 
@@ -155,6 +156,10 @@ class _Writer:
         reads = []
         for k, a in enumerate(self.ins):
             index = re.sub(r"\bi(\d+)\b", lambda m: js[int(m.group(1))], a.index)
+            band = mask_band(self.lk.kernel.inputs[k], a.index)
+            if band is not None:   # a constant eye/triu/tril: an index predicate, no read
+                reads.append(read_text(band, js[0], js[1]))
+                continue
             if index in ("[()]", "()"):
                 reads.append(f"x{k}{index}")
                 continue

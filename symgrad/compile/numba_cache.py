@@ -197,7 +197,7 @@ class _GuardedCache:
 
     def load_overload(self, sig: object, target_context: object) -> object:
         try:
-            return self._inner.load_overload(sig, target_context)
+            return _load_light(self._inner, sig, target_context)
         except Exception as exc:     # noqa: BLE001 - any fault: compile instead
             self._fault("read", exc)
             try:
@@ -219,6 +219,48 @@ class _GuardedCache:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._inner, name)
+
+
+def _load_light(cache: object, sig: object, context: object) -> object:
+    """numba's ``Cache.load_overload`` without its ``context.refresh()`` (about 0.25 s on
+    a process's first load: it imports numba's whole library of typing and lowering
+    registries, scipy.linalg included, which linking a cached object never uses; a later
+    compile refreshes the context itself). What linking needs is numba's runtime (NRT)
+    symbols; a cached library that declares any other symbol the process cannot resolve
+    (one that a registry module adds, such as the hash secret) gets the full refresh.
+    Other targets' contexts (numba-cuda's) take numba's own path."""
+    from numba.core.cpu import CPUContext
+    from numba.core.runtime import rtsys
+
+    if not isinstance(context, CPUContext):
+        return cache.load_overload(sig, context)
+    if not cache._enabled:
+        return None
+    rtsys.initialize(context)
+    with cache._guard_against_spurious_io_errors():
+        data = cache._cache_file.load(cache._index_key(sig, context.codegen()))
+        if data is None:
+            return None
+        if not _links_without_refresh(data):
+            context.refresh()
+        return cache._impl.rebuild(context, data)
+
+
+def _links_without_refresh(data: object) -> bool:
+    """Whether every external symbol that the cached library ``data`` declares (numba's
+    ``CompileResult._reduce`` payload) resolves in this process now; False for a payload
+    of another shape."""
+    import llvmlite.binding as ll
+
+    try:
+        _name, _kind, (_obj, bitcode) = data[0]
+        module = ll.parse_bitcode(bitcode)
+    except Exception:    # noqa: BLE001 - unknown layout: numba's own path
+        return False
+    names = [f.name for f in module.functions if f.is_declaration]
+    names += [g.name for g in module.global_variables if g.is_declaration]
+    return all(n.startswith("llvm.") or ll.address_of_symbol(n) is not None for n in names)
+
 
 def guard_parallel(module: types.ModuleType) -> None:
     """Under numba's ``workqueue`` threading layer (not thread-safe: numba aborts the

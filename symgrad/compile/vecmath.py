@@ -18,11 +18,15 @@ inf, subnormal inputs and results, overflow to inf, sin(inf) = NaN.
 float32 versions compute in float64 and round once (at most 1 ulp in float32; the vector
 lanes are half as many, still far ahead of scalar libm).
 
+They run inside numba functions only (``KernelOnly``: compiled without Python wrappers):
+
 >>> import math
->>> abs(exp_f64(1.0) - math.e) <= math.ulp(math.e)
-True
->>> log_f64(0.0), log_f64(-1.0) != log_f64(-1.0), exp_f64(-math.inf)
-(-inf, True, 0.0)
+>>> @numba.njit
+... def probe(x):
+...     return exp_f64(x), log_f64(x - 1.0), log_f64(-x), exp_f64(-math.inf)
+>>> e, log0, nan, zero = probe(1.0)
+>>> abs(e - math.e) <= math.ulp(math.e), log0, nan != nan, zero
+(True, -inf, True, 0.0)
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
+from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 
 from .support import always_inline
@@ -40,8 +45,29 @@ from .support import always_inline
 _OPTIONS = dict(cache=False, nogil=True, error_model="numpy", fastmath=False)
 
 
+class KernelOnly(CPUDispatcher):
+    """A dispatcher compiled without numba's Python and C-callable wrappers (about half of
+    a small function's compile time): generated kernels call it and LLVM inlines it. A call
+    from Python, which would jump through the missing wrapper, raises instead; call it
+    from a numba function."""
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"symgrad.compile.vecmath.{self.py_func.__name__} runs inside numba "
+                        "functions only (compiled without a Python wrapper)")
+
+
 def _jit(fn):
-    return always_inline(numba.njit(**_OPTIONS)(fn))
+    dispatcher = numba.njit(no_cpython_wrapper=True, no_cfunc_wrapper=True, **_OPTIONS)(fn)
+    if isinstance(dispatcher, CPUDispatcher):    # not under NUMBA_DISABLE_JIT
+        dispatcher.__class__ = KernelOnly
+    return always_inline(dispatcher)
+
+
+def _part(fn):
+    """An internal piece of the public functions below: inlined into them at numba's IR
+    level (they are small), so that each public function is one numba compile instead of
+    one per piece (each compile costs numba about 0.03 s whatever its size)."""
+    return numba.njit(inline="always", **_OPTIONS)(fn)
 
 
 # --- bit casts (one LLVM instruction each; they vectorise) -------------------------------
@@ -94,7 +120,7 @@ _SHIFT = 6755399441055744.0                   # 0x1.8p52
 _SHIFT_BITS = np.int64(0x4338000000000000)
 
 
-@_jit
+@_part
 def _pow2(k):
     """2.0**k as a float64, from an int64 whose low 12 bits are k (k in [-1022, 1023])."""
     return _float((k + np.int64(1023)) << np.int64(52))
@@ -111,7 +137,7 @@ _E7, _E8, _E9, _E10 = 2.7557255400206422e-06, 2.75572736431103e-07, 2.5105217004
     2.0914686968086876e-09
 
 
-@_jit
+@_part
 def _expm1_parts(r):
     """r**2 and P(r) with exp(r) - 1 = r + r**2 * P(r) for |r| <= ln2/2 + a little: P a
     degree-10 Chebyshev fit of (exp(r) - 1 - r) / r**2 (relative error < 2**-61),
@@ -124,7 +150,7 @@ def _expm1_parts(r):
     return r2, _fma(r4 * r4, b2, _fma(r4, b1, b0))
 
 
-@_jit
+@_part
 def _expm1_scaled(r, s):
     """s * exp(r) - 1 for s = 2**n: (s * r + (s - 1)) + s * r**2 * P(r). The first sum is
     exact for the n near 0 where it cancels, so only the last step rounds there."""
@@ -132,7 +158,7 @@ def _expm1_scaled(r, s):
     return _fma(s * r2, p, _fma(s, r, s - 1.0))
 
 
-@_jit
+@_part
 def _reduce_ln2(x):
     """kd, r with x = n * ln2 + r, |r| <= ln2 / 2, n = round(x / ln2) in kd's low bits
     (x already clamped to +-746)."""
@@ -141,7 +167,7 @@ def _reduce_ln2(x):
     return kd, _fma(n, -_LN2_LO, _fma(n, -_LN2_HI, x))
 
 
-@_jit
+@_part
 def _exp_core(x):
     """exp(x) for x <= 709.8, or NaN. p * 2**n is formed as (p * 2**(n - 1)) * 2, which
     overflows to inf exactly where exp does; results below the normal range are formed 63
@@ -160,7 +186,7 @@ def exp_f64(x):
     return _exp_core(709.8 if x > 709.8 else x)
 
 
-@_jit
+@_part
 def _expm1_small(x):
     """expm1(x) for x in [-40, 40], or NaN (+0.0 for -0.0)."""
     kd, r = _reduce_ln2(x)
@@ -195,7 +221,7 @@ _MANTISSA = np.int64(0x000FFFFFFFFFFFFF)
 _ONE_BITS = np.int64(0x3FF0000000000000)
 
 
-@_jit
+@_part
 def _log_kernel(f, dk):
     """log(2**dk * (1 + f)) for f in [sqrt(2)/2 - 1, sqrt(2) - 1]: fdlibm's polynomial R
     in s = f / (2 + f), combined as log(1 + f) = f - s * (f - R) (f exact, the correction
@@ -208,7 +234,7 @@ def _log_kernel(f, dk):
     return _fma(dk, _LN2_HI, f + _fma(-s, f - r, dk * _LN2_LO))
 
 
-@_jit
+@_part
 def _log_reduce(hx):
     """f, e for the positive float64 with bits hx = 2**(e - 1023) * (1 + f), 1 + f in
     [sqrt(2)/2, sqrt(2)); e is the biased exponent, an int64."""
@@ -232,7 +258,7 @@ def log_f64(x):
     return result
 
 
-@_jit
+@_part
 def _log1p_core(x):
     """log1p(x) for finite x > -1: log(u + c) with u = 1 + x rounded and c = x - (u - 1)
     its exact rounding error. The reduction of u gives 2**k * (1 + f), and the kernel takes
@@ -272,7 +298,7 @@ _C4, _C5, _C6 = -2.75573143513906633035e-07, 2.08757232129817482790e-09, \
     -1.13596475577881948265e-11
 
 
-@_jit
+@_part
 def _reduce_pio2(x):
     """kd, y with x = n * pi/2 + y, |y| <= pi/4 + tiny, n in kd's low bits, for
     |x| < TRIG_LIMIT: three fused multiply-adds, each exact but for one rounding of a
@@ -282,14 +308,14 @@ def _reduce_pio2(x):
     return kd, _fma(n, -_PIO2_C, _fma(n, -_PIO2_B, _fma(n, -_PIO2_A, x)))
 
 
-@_jit
+@_part
 def _sin_kernel(y):
     z = y * y
     r = _fma(z, _fma(z, _fma(z, _fma(z, _S6, _S5), _S4), _S3), _S2)
     return _fma(z * y, _fma(z, r, _S1), y)
 
 
-@_jit
+@_part
 def _cos_kernel(y):
     z = y * y
     r = z * _fma(z, _fma(z, _fma(z, _fma(z, _fma(z, _C6, _C5), _C4), _C3), _C2), _C1)
@@ -298,7 +324,7 @@ def _cos_kernel(y):
     return w + _fma(z, r, (1.0 - w) - hz)
 
 
-@_jit
+@_part
 def _sincos_quadrant(x, shift):
     """sin(x) (shift 0) or cos(x) (shift 1) for |x| < TRIG_LIMIT; NaN beyond (the kernel
     then reruns with libm, see ``trig_in_range``). sin and cos of one argument share
