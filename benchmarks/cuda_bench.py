@@ -118,6 +118,9 @@ def symgrad_call(mod, data, cuda, kind: str = "cupy"):
     'numba' (device arrays) or 'torch' (CUDA tensors, taken through DLPack)."""
     diff, inputs, _ = names(mod)
     f = symgrad_function(mod, data)
+    for line in f.explain().splitlines():   # W3: which pair rule the device nest uses
+        if "(tiled device kernel" in line:
+            print(f"  symgrad plan: {line.strip()}")
     if kind == "cupy":
         import cupy
         args = [cupy.asarray(data[n]) for n in diff + inputs]

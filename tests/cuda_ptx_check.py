@@ -31,6 +31,7 @@ def _patch_device() -> None:
 
 def graphs(sg):
     """(name, inputs, outputs) covering the printer's functions, dtypes and output modes."""
+    import numpy as np
     out = []
     for dtype in ("float32", "float64"):
         x = sg.placeholder("x", shape=(None, 3), dtype=dtype)
@@ -64,6 +65,20 @@ def graphs(sg):
     pair = sg.exp(-sg.reduce_sum(d * d, axis=-1))
     e = sg.reduce_sum(pair) + sg.reduce_sum(sg.reduce_sum(pair, axis=0) ** 2)
     out.append(("pair-nest", [p], [e] + sg.gradients(e, p)))
+    triu = sg.constant(np.triu(np.ones((6, 6), bool), 1))    # a band mask: tiles skipped
+    r2 = sg.reduce_sum(d * d, axis=-1)
+    lj = sg.reduce_sum(sg.where(triu, 4.0 * (r2**-6 - r2**-3), 0.0))
+    out.append(("pair-nest-triu", [p], [lj] + sg.gradients(lj, p)))
+    eye = sg.constant(~np.eye(6, dtype=bool))                # W3: symmetric, a predicate
+    w3 = 0.5 * sg.reduce_sum(sg.where(eye, 4.0 * (r2**-6 - r2**-3), 0.0))
+    out.append(("pair-nest-w3", [p], [w3] + sg.gradients(w3, p)))
+    flag = sg.placeholder("flag", shape=(6,), dtype="bool")    # a tile of booleans
+    fl = sg.reduce_sum(sg.where(flag[None, :], pair, 0.0))
+    out.append(("pair-nest-flags", [p, flag], [fl] + sg.gradients(fl, p)))
+    u = sg.placeholder("u", shape=(None, 3))     # an unknown length that may be 1: the
+    w = sg.placeholder("w", shape=(None, 1))     # broadcast read of the flat template
+    yu = sg.reduce_sum(sg.sin(u) * w)
+    out.append(("unknown-broadcast", [u, w], [yu] + sg.gradients(yu, [u, w])))
     s = sg.placeholder("s", shape=())
     out.append(("scalar", [s], [sg.sin(s) * s, sg.gradients(sg.sin(s) * s, s)[0]]))
     return out
@@ -86,21 +101,39 @@ def _check_float32(module, k) -> None:
             raise AssertionError(f"kernel {k.index}: a float32 region returns {resty}")
 
 
+def _signed(kernel, args: list) -> tuple:
+    """The kernel's own signature (cuda_signatures; what a GPU compiles it with), checked
+    against the argument types derived here (the same dtypes and ranks; outputs C)."""
+    from numba.core import sigutils
+    own, _ = sigutils.normalize_signature(kernel.symgrad_signature)
+    if [(t.dtype, t.ndim) if hasattr(t, "ndim") else t for t in own] != \
+            [(t.dtype, t.ndim) if hasattr(t, "ndim") else t for t in args]:
+        raise AssertionError(f"{kernel.__name__}: signature {own} but the plan says {args}")
+    return tuple(own)
+
+
 def _check_nests(f, name: str) -> int:
     """Compile each device loop nest of ``f`` (symgrad/compile/cuda_nest.py)."""
     np, cuda, from_dtype, int64, nbtypes = _numba()
     from symgrad.compile.cuda_nest import device_nest_outputs, nest_inputs
+    from symgrad.compile.cuda_tiles import device_nest_inputs, tiled
+    from symgrad.compile.lower import lower_kernel
     from symgrad.compile.nest import Nest
 
     count = 0
     for nest in [u for u in f.plan.units if isinstance(u, Nest)]:
-        args = [int64] * nest.rank + [array_type(i, False) for i in nest_inputs(nest)]
+        lowered = {k.index: lower_kernel(k) for k in nest.kernels}
+        inputs = device_nest_inputs(nest, lowered) if tiled(nest) else nest_inputs(nest)
+        args = [int64] * nest.rank + [array_type(i, False) for i in inputs]
         for o in device_nest_outputs(nest):
             dtype = o.out.node.dtype if not o.out.is_reduction else "float64"
             args.append(nbtypes.Array(from_dtype(np.dtype(dtype)), o.kernel.rank, "C"))
-        cuda.compile_ptx(getattr(f.module, f"_n{nest.index}_cuda").py_func, tuple(args), cc=CC)
-        print(f"{name}: nest {nest.index} ok", flush=True)
-        count += 1
+        for suffix in ("", "_cols"):   # cuda_tiles' column pass, where the nest has one
+            kernel = getattr(f.module, f"_n{nest.index}_cuda{suffix}", None)
+            if kernel is not None:
+                cuda.compile_ptx(kernel.py_func, _signed(kernel, args), cc=CC)
+                print(f"{name}: nest {nest.index}{suffix} ok", flush=True)
+                count += 1
     return count
 
 
@@ -120,10 +153,12 @@ def check(sg) -> int:
                                               k.rank, "C"))
                 else:
                     args.append(nbtypes.Array(from_dtype(np.dtype(o.node.dtype)), k.rank, "C"))
-            kernel = getattr(f.module, f"_k{k.index}_cuda")
+            kernel = getattr(f.module, f"_k{k.index}_cuda", None)
+            if kernel is None:     # a nest's kernel: only its point function is emitted
+                continue
             if name.startswith("smooth-float32"):
                 _check_float32(f.module, k)
-            cuda.compile_ptx(kernel.py_func, tuple(args), cc=CC)
+            cuda.compile_ptx(kernel.py_func, _signed(kernel, args), cc=CC)
             print(f"{name}: kernel {k.index} ok", flush=True)
             count += 1
         count += _check_nests(f, name)

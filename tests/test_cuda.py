@@ -277,8 +277,9 @@ def test_no_target_name_comparisons_outside_the_targets_package():
 
 def test_pair_sums_run_as_one_device_nest(cuda):
     """W3's pattern: a sum over a short trailing axis, a pair function, its gradient summed
-    over either index: one nest kernel (block rows, shared-memory row sums, atomics for
-    sums over the first index), no (N, N) temporary, same values as the cpu target."""
+    over either index: one tiled nest kernel (cuda_tiles; the symmetric rule makes the
+    column sums copies of the row sums), no (N, N) temporary, same values as the cpu
+    target."""
     from symgrad.compile.nest import Nest
 
     p = sg.placeholder("p", shape=(7, 3))
@@ -291,10 +292,13 @@ def test_pair_sums_run_as_one_device_nest(cuda):
     nests = [u for u in f.plan.units if isinstance(u, Nest)]
     assert nests and all(f"def _n{n.index}_cuda(" in f.source for n in nests)
     assert "cuda.shared.array(BLOCK, float64)" in f.source
-    text = f.explain()   # the device nest has no symmetry rule: explain does not claim one
+    text = f.explain()   # the device nest visits every pair; explain names its rule
     assert all(f"nest {n.index}  one loop" in text for n in nests)
     assert "(one device kernel)" in text and "i0 <= i1" not in text
-    assert all(f"nest {n.index} visits every (i0, i1)" in text for n in nests)
+    assert all(f"nest {n.index} (tiled device kernel, registers per row, no per-pair "
+               "atomic) visits every (i0, i1)" in text for n in nests if n.rank == 2)
+    assert all(f"nest {n.index} visits every element" in text for n in nests if n.rank != 2)
+    assert "column sums take a second pass" in text   # 'exp_0' is stored: no symmetric rule
     x = np.random.default_rng(4).normal(size=(7, 3))
     both([p], outs, x)
 

@@ -78,6 +78,7 @@ import numpy
 
 from ..shapes import format_shape, is_fully_known
 from .cuda_nest import device_nest_outputs, nest_inputs
+from .cuda_tiles import column_pass, device_nest_inputs, tiled
 from .cuda_templates import BLOCK, accumulator_dtype, module_source, output_mode
 from .driver import ModuleWriter, _tuple
 from .nest import Nest
@@ -95,7 +96,7 @@ from symgrad.compile.cuda_runtime import (
     is_device_array as is_device_, kernel_argument as karg_, launch_stream as stream_,
     raise_checks as raise_checks_, run_step as run_step_, stand_in as stand_in_,
     step_context as step_context_, to_device as upload_, to_host as download_,
-    bound_kernel as bound_kernel_)
+    bound_kernel as bound_kernel_, bound_tiles as bound_tiles_)
 
 ndarray = numpy.ndarray
 LAUNCHERS_ = {}   # (kernel name, elements, stream) -> the kernel bound to its configuration
@@ -103,6 +104,12 @@ LAUNCHERS_ = {}   # (kernel name, elements, stream) -> the kernel bound to its c
 
 def launcher_(name, size, stream):
     LAUNCHERS_[name, size, stream] = bound = bound_kernel_(globals()[name], size, stream)
+    return bound
+
+
+def tile_launcher_(name, own, other, stream):
+    LAUNCHERS_[name, own, other, stream] = bound = bound_tiles_(globals()[name], own, other,
+                                                                stream)
     return bound"""
 
 
@@ -211,6 +218,10 @@ class CudaModuleWriter(ModuleWriter):
         key = f"({name!r}, {size}, st_)"
         self.emit(f"(LAUNCHERS_.get({key}) or launcher_({key[1:-1]}))({', '.join(args)})")
 
+    def launch_tiles(self, name: str, sh: tuple, args: list) -> None:
+        key = f"({name!r}, {sh[0]}, {sh[1]}, st_)"
+        self.emit(f"(LAUNCHERS_.get({key}) or tile_launcher_({key[1:-1]}))({', '.join(args)})")
+
     def finish(self, out, name: str, buffer, dims: list, shape: str) -> None:
         """``v<node> = `` a kernel's output buffer: stored as is; a sum divided (means),
         cast to the node's dtype and reshaped to the node's shape, on the device."""
@@ -228,7 +239,9 @@ class CudaModuleWriter(ModuleWriter):
 
     def nest_call(self, nest: Nest) -> None:
         r = nest.rank
-        ins = [self.device(node) for node in nest_inputs(nest)]
+        lowered = {lk.kernel.index: lk for lk in self.lowered}
+        ins = [self.device(node) for node in
+               (device_nest_inputs(nest, lowered) if tiled(nest) else nest_inputs(nest))]
         self.emit(f"# nest {nest.index}: kernels "
                   f"{', '.join(str(k.index) for k in nest.kernels)} in one device kernel")
         outs = device_nest_outputs(nest)
@@ -244,7 +257,12 @@ class CudaModuleWriter(ModuleWriter):
         sh = tuple(nest.outer.shape)
         rows = max(1, math.prod(sh[:r - 1]))
         args = [str(d) for d in sh] + [f"karg_({v})" for v in ins + names]
-        self.launch(f"_n{nest.index}_cuda", str(rows * BLOCK), args)
+        if tiled(nest):   # cuda_tiles: own-axis row blocks x chunks of the other axis
+            self.launch_tiles(f"_n{nest.index}_cuda", sh, args)
+            if column_pass(nest, lowered):
+                self.launch_tiles(f"_n{nest.index}_cuda_cols", sh[::-1], args)
+        else:
+            self.launch(f"_n{nest.index}_cuda", str(rows * BLOCK), args)
         for o, name in zip(outs, names):
             shape = tuple(o.kernel.shape)
             buffer = numpy.float64 if o.out.is_reduction else o.out.node.dtype

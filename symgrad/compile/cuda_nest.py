@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .cuda_signatures import decorator, kernel_signature
 from .nest import Nest, nest_inputs, point_reads
 from .regions import Kernel
 
@@ -86,7 +87,7 @@ def nest_kernel_source(nest: Nest, lowered: dict, name: str) -> str:
     arg = {id(n): f"x{k}" for k, n in enumerate(inputs)}
     outs = device_nest_outputs(nest)
     params = [f"n{j}" for j in range(r)] + [arg[id(n)] for n in inputs] + [o.name for o in outs]
-    lines = ["@cuda.jit(cache=NUMBA_CACHE)", f"def {name}({', '.join(params)}):",
+    lines = [decorator(nest_signature(nest, inputs)), f"def {name}({', '.join(params)}):",
              "    tid = cuda.threadIdx.x", "    bd = cuda.blockDim.x"]
     local: dict = {}
     rows = " * ".join(f"n{j}" for j in range(r - 1)) or "1"
@@ -145,6 +146,14 @@ def nest_kernel_source(nest: Nest, lowered: dict, name: str) -> str:
                  "cuda.syncthreads()"]
     lines += ["        " + b for b in body]
     return "\n".join(lines)
+
+
+def nest_signature(nest: Nest, inputs: list) -> str:
+    """The explicit signature of a device nest kernel reading ``inputs``
+    (``cuda_signatures``): lengths, inputs, then ``device_nest_outputs``' buffers."""
+    outs = [("float64" if o.out.is_reduction else o.out.node.dtype, o.kernel.rank)
+            for o in device_nest_outputs(nest)]
+    return kernel_signature(nest.rank, [(n.dtype, len(n.shape)) for n in inputs], outs)
 
 
 def _split_row(r: int) -> list:

@@ -25,12 +25,14 @@ The driver ``run(*args)`` is generated source (``cuda_driver.CudaModuleWriter``,
 * kernels: ``cuda_templates`` (grid-stride loop, block tree + atomic reductions), bound
   to their launch configuration once per size and stream (``bound_kernel``) and launched
   asynchronously;
-* loop nests (``nest.Nest``, pair sums): one kernel each, ``cuda_nest``;
+* loop nests (``nest.Nest``, pair sums): rank 2 as tiled passes with the CPU nest's
+  mask and symmetry rules (``cuda_tiles``), other ranks one kernel each (``cuda_nest``);
 * structural steps (matmul, einsum, layout, indexing, scans, reductions, casts):
   ``cuda_steps.FORMS`` on the array module ``xp`` -- CuPy on a GPU (cuBLAS, CuPy's
   memory pool), numpy standing in for CuPy under the simulator;
 * device memory: ``xp.empty``/``xp.zeros`` (CuPy's pool), handed to numba kernels
-  through ``__cuda_array_interface__`` without a copy or a synchronisation.
+  through ``__cuda_array_interface__`` without a copy or a synchronisation; numba's own
+  allocations come from the same pool (``cuda_memory``, numba's EMM plugin interface).
 
 Every host<->device copy goes through ``to_device``/``to_host`` and is counted in
 ``TRANSFERS``: host arguments once each, results once each, constants once per
@@ -61,6 +63,7 @@ from numba import config, cuda  # noqa: E402 - after the shim above
 from ..outputs import OutputMode
 from . import cache
 from .cuda_driver import CudaModuleWriter
+from .cuda_memory import install as install_memory_manager
 from .cuda_remat import recompute_cheap_stores
 from .cuda_steps import StepContext, run_step  # noqa: F401 - run_step: the driver's run_step_
 from .cuda_templates import BLOCK
@@ -70,9 +73,13 @@ from .runtime import CompiledFunction, bind_runtime
 from .targets import CUDA
 
 SIMULATOR = bool(config.ENABLE_CUDASIM)
+POOLED = install_memory_manager(SIMULATOR)   # numba allocates from CuPy's pool (cuda_memory)
 PREFERRED_THREADS = 256      # threads per block (capped by the device and cuda_templates.BLOCK)
 WAVES = 2                    # grid = WAVES x (blocks resident on all SMs), for grid-stride loops
 SIM_THREADS, SIM_BLOCKS = 32, 2
+TILE_THREADS = 128           # threads per block of a tiled nest (cuda_tiles): rows per block
+TILE_BLOCKS_PER_SM = 8       # a tiled nest splits the other axis until the grid has this many
+SIM_CHUNKS = 2               # chunks of the other axis under the simulator (exercised in tests)
 
 
 # --- what the generated module imports as ``math``, ``np`` and the helpers -----------------
@@ -309,27 +316,131 @@ def configuration(size: int) -> tuple:
 
 class _SimulatorLaunch:
     """The simulator configures a kernel object in place (``kernel[config]`` returns the
-    kernel itself): a cached launch configures it again at each call."""
+    kernel itself): a cached launch configures it again at each call. It ignores kernel
+    signatures, so each launch checks its arguments against the kernel's
+    (``kernel_jit``): what a GPU's specialized launch would take without looking."""
 
     def __init__(self, kernel, config: tuple):
         self.kernel, self.config = kernel, config
+        self.argtypes = getattr(kernel, "symgrad_argtypes", None)
 
     def __call__(self, *args):
+        if self.argtypes is not None:
+            check_arguments(self.kernel, self.argtypes, args)
         return self.kernel[self.config](*args)
+
+
+SIGNED: collections.Counter = collections.Counter()
+"""Kernels built with an explicit signature (``kernel_jit``), by kind: 'compiled' (a
+specialized numba dispatcher, GPU) or 'checked' (simulator: launches check arguments)."""
+
+
+def kernel_jit(signature: str, cache: bool):
+    """The decorator of a generated kernel (``cuda_signatures``). On a GPU:
+    ``cuda.jit(signature)``, compiled when the module loads (inside ``sg.function``) and
+    specialized, so a launch takes its one overload without typing its arguments. Under
+    the simulator (which ignores signatures) the kernel keeps the parsed signature as
+    ``symgrad_argtypes`` and every launch checks its arguments against it."""
+    if not SIMULATOR:
+        def compiled(fn):
+            if not _gpu_present():   # a toolkit without a GPU (cuda_ptx_check): lazily
+                kernel = cuda.jit(cache=cache)(fn)
+            else:
+                kernel = cuda.jit(signature, cache=cache)(fn)
+                SIGNED["compiled"] += 1
+            kernel.symgrad_signature = signature
+            return kernel
+        return compiled
+    from numba.core import sigutils
+    argtypes, _ = sigutils.normalize_signature(signature)
+
+    def checked(fn):
+        kernel = cuda.jit(fn)
+        kernel.symgrad_signature, kernel.symgrad_argtypes = signature, tuple(argtypes)
+        SIGNED["checked"] += 1
+        return kernel
+    return checked
+
+
+@lru_cache(maxsize=None)
+def _gpu_present() -> bool:
+    return bool(cuda.is_available())
+
+
+def check_arguments(kernel, argtypes: tuple, args: tuple) -> None:
+    """A launch's arguments against the kernel's signature: integers for integers, arrays
+    of the signature's dtype and rank, C-contiguous where it says C (RuntimeError)."""
+    from numba.np.numpy_support import as_dtype
+    if len(args) != len(argtypes):
+        raise RuntimeError(f"{kernel.__name__}: {len(args)} arguments for {argtypes}")
+    for k, (value, ty) in enumerate(zip(args, argtypes)):
+        if not hasattr(ty, "ndim"):
+            ok = isinstance(value, (int, numpy.integer)) and not isinstance(value, bool)
+        else:
+            a = numpy.asarray(getattr(value, "_ary", value))
+            ok = a.dtype == as_dtype(ty.dtype) and a.ndim == ty.ndim and \
+                (ty.layout != "C" or a.flags.c_contiguous)
+        if not ok:
+            got = type(value).__name__ if not hasattr(ty, "ndim") else \
+                f"{a.dtype} {a.ndim}-d{' C' if a.flags.c_contiguous else ''}"
+            raise RuntimeError(f"{kernel.__name__}: argument {k} is {got}, its signature "
+                               f"says {ty} (cuda_signatures)")
+
+
+def _bound(kernel, config: tuple):
+    """``kernel`` configured; a specialized kernel (one signature) as its compiled
+    overload's ``launch`` bound to the configuration, so a call neither types nor looks
+    up anything."""
+    if SIMULATOR:
+        return _SimulatorLaunch(kernel, config)
+    configured = kernel[config]
+    overloads = getattr(kernel, "overloads", {})
+    if not getattr(kernel, "specialized", False) or len(overloads) != 1:
+        return configured
+    compiled = next(iter(overloads.values()))
+    try:
+        grid, block = configured.griddim, configured.blockdim
+        stream, shared = configured.stream, configured.sharedmem
+    except AttributeError:   # another numba-cuda layout: the configured dispatcher
+        return configured
+
+    def launch(*args):
+        compiled.launch(args, grid, block, stream, shared)
+    return launch
+
+
+@lru_cache(maxsize=None)
+def tile_configuration(own: int, other: int) -> tuple:
+    """(blocks, threads) of a tiled nest pass (``cuda_tiles``) whose threads own ``own``
+    indexes and walk ``other`` in tiles: row blocks of ``threads`` times chunks of the
+    other axis, so that small ``own`` still fills every SM (each chunk adds one atomic per
+    row sum and row)."""
+    limits = device_limits()
+    if limits.simulator:
+        threads = SIM_THREADS
+        chunks = max(1, min(SIM_CHUNKS, -(-other // threads)))
+    else:
+        threads = max(limits.warp, min(TILE_THREADS, limits.max_threads, BLOCK))
+        rows = max(1, -(-own // threads))
+        want = TILE_BLOCKS_PER_SM * limits.sm_count
+        chunks = max(1, min(-(-want // rows), -(-other // threads)))
+    return max(1, -(-own // threads)) * chunks, threads
+
+
+def bound_tiles(kernel, own: int, other: int, stream):
+    """A tiled nest pass bound to its configuration (``tile_configuration``) and stream."""
+    return _bound(kernel, (*tile_configuration(own, other), stream))
 
 
 def bound_kernel(kernel, size: int, stream):
     """``kernel`` bound to the launch configuration of ``size`` elements and to ``stream``;
     the generated driver caches the result per (kernel, size, stream)."""
-    config = (*configuration(size), stream)
-    if SIMULATOR:
-        return _SimulatorLaunch(kernel, config)
-    return kernel[config]
+    return _bound(kernel, (*configuration(size), stream))
 
 
 # --- building a cuda function --------------------------------------------------------------
 
-CUDA_CODEGEN_VERSION = "cuda-5"     # generated driver (cuda_driver), cheap stores recomputed
+CUDA_CODEGEN_VERSION = "cuda-7"     # explicit kernel signatures (cuda_signatures)
 
 
 def device_fallback(reference, single: bool):

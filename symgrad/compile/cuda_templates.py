@@ -17,7 +17,7 @@ float32 graph stays float32 on the device.
 The kernel ``_k<i>_cuda(n0.., x0.., r0..)`` is a grid-stride loop over the flattened
 iteration space; each flat index is split into ``i0, i1, ..`` and the inputs are read
 with the CPU target's subscripts (``templates.input_access``). An input whose unknown
-dim may be 1 at run time is read at ``min(i<j>, x.shape[p] - 1)`` (exact, since
+dim may be 1 at run time is read at ``(i<j> if i<j> < x.shape[p] else 0)`` (exact, since
 broadcasting allows only 1 or the full length) instead of being broadcast on the host.
 
 Reductions (fused ``reduce_sum``/``reduce_mean``/``unbroadcast``)
@@ -48,6 +48,8 @@ from dataclasses import dataclass
 
 from ..shapes import format_shape
 from .cuda_nest import nest_kernel_source
+from .cuda_signatures import decorator, kernel_signature
+from .cuda_tiles import tiled, tiled_source
 from .driver import kernel_exprs
 from .lower import LoweredKernel
 from .nest import Nest
@@ -58,7 +60,6 @@ from .templates import (LONG_POINT_DECORATOR, OPTIONS, POINT_DECORATOR, input_ac
 
 BLOCK = 256            # shared-memory slots per block reduction: the largest block launched
 DEVICE_DECORATOR = "@cuda.jit(device=True)"
-KERNEL_DECORATOR = "@cuda.jit(cache=NUMBA_CACHE)"
 
 
 @dataclass
@@ -93,7 +94,8 @@ def input_subscript(dims: tuple, it_dims: tuple, name: str) -> str:
     access = input_access(dims, it_dims)
     if not access.broadcast:
         return access.index
-    idx = subscript_items(dims, it_dims, lambda p, j: f"min(i{j}, {name}.shape[{p}] - 1)")
+    idx = subscript_items(dims, it_dims,   # not the builtin min: see cuda_tiles._band_range
+                          lambda p, j: f"(i{j} if i{j} < {name}.shape[{p}] else 0)")
     return "[" + ", ".join(idx) + "]"
 
 
@@ -113,7 +115,10 @@ def kernel_source(lowered: LoweredKernel, name: str, point: str) -> str:
     outs = [output_mode(o, rank) for o in kernel.outputs]
     out_names = [f"r{k}" for k in range(len(outs))]
     dims = [f"n{j}" for j in range(rank)]
-    lines = [KERNEL_DECORATOR, f"def {name}({', '.join(dims + ins + out_names)}):"]
+    sig = kernel_signature(rank, [(i.dtype, len(i.shape)) for i in kernel.inputs],
+                           [(accumulator_dtype(o.out) if o.accumulates else o.out.node.dtype,
+                             rank) for o in outs])
+    lines = [decorator(sig), f"def {name}({', '.join(dims + ins + out_names)}):"]
     source_index = {id(s): j for j, s in enumerate(lowered.sources)}
     values = [f"e{j}" for j in range(len(lowered.sources))]
     reads = ", ".join(n + input_subscript(i.dims, kernel.dims, n)
@@ -193,26 +198,31 @@ def module_source(plan: Plan, lowered: list, key: str) -> str:
     head = [f"# symgrad generated · key {key[:16]} · target cuda",
             f"# inputs: {ins or '-'}   outputs: {outs or '-'}",
             "# structural steps run on the device: symgrad.compile.cuda_steps (CuPy)",
-            "import numpy", "from numba import cuda, float64, int64", "",
+            "import numpy", "from numba import cuda, float64, from_dtype, int64", "",
             "from symgrad.compile.cuda_runtime import device_math as math",
             "from symgrad.compile.cuda_runtime import device_numpy as np",
             "from symgrad.compile.cuda_runtime import device_helper",
+            "from symgrad.compile.cuda_runtime import kernel_jit as kernel_jit_",
             *[f"{alias} = device_helper({spec!r})"
               for alias, spec in helpers_used(kernel_exprs(lowered))], "",
             "f32 = numpy.float32", f"BLOCK = {BLOCK}", ""]
     parts = ["\n".join(head)]
-    for lk in lowered:
-        parts.append(_kernel_part(lk))
+    nested = {k.index for u in plan.units if isinstance(u, Nest) for k in u.kernels}
+    for lk in lowered:   # a nest's kernels: only their point functions (nothing launches
+        parts.append(_kernel_part(lk, lk.kernel.index not in nested))   # them flat)
     by_index = {lk.kernel.index: lk for lk in lowered}
     for unit in plan.units:
         if isinstance(unit, Nest):
+            name = f"_n{unit.index}_cuda"
+            text = tiled_source(unit, by_index, name) if tiled(unit) else \
+                nest_kernel_source(unit, by_index, name)
             parts.append(f"# nest {unit.index}: kernels "
                          f"{', '.join(str(k.index) for k in unit.kernels)} in one kernel\n"
-                         + nest_kernel_source(unit, by_index, f"_n{unit.index}_cuda"))
+                         + text)
     return "\n\n\n".join(parts) + "\n"
 
 
-def _kernel_part(lk: LoweredKernel) -> str:
+def _kernel_part(lk: LoweredKernel, flat: bool = True) -> str:
     k: Kernel = lk.kernel
     names = ", ".join(sorted({n.op.name for n in k.nodes}))
     modes = [output_mode(o, k.rank) for o in k.outputs]
@@ -221,5 +231,6 @@ def _kernel_part(lk: LoweredKernel) -> str:
     comment = (f"# kernel {k.index}: {len(k.nodes)} nodes ({names}) over shape "
                f"{format_shape(k.shape)} -> {outs}")
     point = f"_k{k.index}_point"
-    return "\n\n\n".join([comment + "\n" + device_body_source(lk, point),
-                          kernel_source(lk, f"_k{k.index}_cuda", point)])
+    body = comment + "\n" + device_body_source(lk, point)
+    return "\n\n\n".join([body, kernel_source(lk, f"_k{k.index}_cuda", point)]) if flat \
+        else body

@@ -248,10 +248,8 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
     if rejections or nests:
         lines.append("loop nests:")
         lines += [f"  {r}" for r in rejections]
-        lines += _nest_lines(nests) if get_target(target).pair_rules else [
-            f"  nest {n.index} visits every (i0, i1) of {format_shape(n.outer.shape)} in one "
-            f"{get_target(target).kernel_place} (no symmetry or mask rule on this target)"
-            for n in nests]
+        lines += _nest_lines(nests) if get_target(target).pair_rules else \
+            get_target(target).nest_lines(nests)   # a device target's own nest kernels
     hoisted = getattr(plan.graph, "hoisted", [])
     if hoisted:
         lines.append("hoisted out of broadcast axes (computed once per element of the "

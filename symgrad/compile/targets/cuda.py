@@ -25,6 +25,12 @@ class CudaTarget(Target):
             return "device, library call: cuBLAS via CuPy"
         return "device step: CuPy"
 
+    def nest_lines(self, nests: list) -> list:
+        """``f.explain()``'s lines on the device nests: which pairs each visits and which of
+        the CPU nest's rules (masks, symmetry) it uses (``cuda_tiles.rule_lines``)."""
+        from ..cuda_tiles import rule_lines
+        return rule_lines(nests)
+
 
 CUDA = CudaTarget("cuda", nests=True, scatter=False, device=True, fixed_math="libm",
                   kernels_run="numba.cuda device kernels", kernel_place="device kernel",
