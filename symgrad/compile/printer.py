@@ -362,6 +362,8 @@ class NumbaPrinter:
     def _print_Not(self, expr) -> str:
         return f"(not {self._print(expr.args[0])})"
 
+    _print_LogicalNot = _print_Not     # NaN-safe ``not (x < y)`` (ops/elementwise/scalar.py)
+
     def _print_Xor(self, expr) -> str:
         return "(" + " != ".join(self._print(a) for a in expr.args) + ")"
 

@@ -126,7 +126,7 @@ greater_equal = elementwise("greater_equal", np.greater_equal, sp.GreaterThan,
                             differentiable=False)
 equal = elementwise("equal", np.equal, sp.Eq, differentiable=False)
 not_equal = elementwise("not_equal", np.not_equal, sp.Ne, differentiable=False)
-logical_not = elementwise("logical_not", np.logical_not, sp.Not, differentiable=False)
+logical_not = elementwise("logical_not", np.logical_not, tf.LogicalNot, differentiable=False)
 logical_and = elementwise("logical_and", np.logical_and, sp.And, differentiable=False)
 logical_or = elementwise("logical_or", np.logical_or, sp.Or, differentiable=False)
 

@@ -378,3 +378,22 @@ class TfRound(ScalarFunction):
 # The names differ from sympy's (Abs, Pow, ...) because sympy's printers dispatch on class
 # names. Kept as the historical name of the registry.
 TF_FUNCTIONS = SCALAR_FUNCTIONS
+
+
+class LogicalNot(sp.Not):
+    """``not c`` that keeps a comparison whole: sympy's ``Not(x < y)`` becomes
+    ``x >= y``, which is False where ``x`` is NaN while ``not (x < y)`` is True (numpy,
+    TF). Other arguments evaluate as sympy's ``Not`` does; printers treat it as ``Not``.
+
+    >>> x = sp.Symbol("x", real=True)
+    >>> LogicalNot(x < 1), sp.Not(x < 1)
+    (~(x < 1), x >= 1)
+    >>> LogicalNot(sp.true)
+    False
+    """
+
+    @classmethod
+    def eval(cls, arg):
+        if isinstance(arg, sp.core.relational.Relational):
+            return None
+        return sp.Not.eval(arg)
