@@ -1,8 +1,9 @@
 """The warm path of ``sg.function``: a cache hit that neither folds nor plans.
 
-``graph_key`` hashes the *unfolded* graph (every node's op, inputs, shape, dtype, name and
-attributes, constants by a digest of their bytes, the inputs' and outputs' order) with the
-target, output mode, math mode, versions and ``CODEGEN_VERSION``: everything the folded
+``graph_key`` hashes the *unfolded* graph (every node's op, inputs, shape, dtype and
+attributes, constants by a digest of their bytes, the placeholders' names, the inputs' and
+outputs' order; other names are read from the graph at hand) with the target, output
+mode, math mode, versions and ``CODEGEN_VERSION``: everything the folded
 graph, and so the generated module, is a deterministic function of. After a cold compile,
 ``store`` writes a small record under that key (sealed with this user's key like every
 cache file, ``trust.seal_bytes``): the folded key of the module, and what binding the
@@ -38,7 +39,7 @@ from ..graph.traversal import topological_order
 from . import cache
 from .cache_key import CODEGEN_VERSION
 from .fold import _expr_text, _value_digest
-from .oprules import CONSTANT
+from .oprules import CONSTANT, PLACEHOLDER
 from .regions import Step
 from .trust import OPEN_FLAGS, read_all, seal_bytes, unseal_bytes, warn_once, write_all
 
@@ -83,7 +84,7 @@ def graph_key(inputs: list, outputs: list, target: str, mode, math: str) -> str:
         else:
             attrs = ",".join(f"{k}={_attr_text(t.attrs[k], exprs)}" for k in sorted(t.attrs))
         lines.append(f"{t.op.name}|{[position[id(i)] for i in t.inputs]}|{t.shape}|"
-                     f"{t.dtype.str}|{t.name}|{attrs}")
+                     f"{t.dtype.str}|{t.name if t.op is PLACEHOLDER else ''}|{attrs}")
     lines.append(f"in {[position[id(p)] for p in inputs]}")
     lines.append(f"out {[None if o is None else position[id(o)] for o in outputs]}")
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
@@ -116,8 +117,8 @@ def store(key: str, inputs: list, outputs: list, plan, module_key: str) -> None:
         else:
             consts.append([node.index, list(v.shape), "a"])
             arrays[f"c{node.index}"] = np.ascontiguousarray(v)
-    kernels = [[k.index, list(k.dims), [[list(i.dims), i.name] for i in k.inputs]]
-               for k in plan.kernels]
+    kernels = [[k.index, list(k.dims), [[list(i.dims), position.get(id(i.tensor), -1), i.name]
+                                        for i in k.inputs]] for k in plan.kernels]
     head = json.dumps({"module": module_key, "steps": steps, "consts": consts,
                        "kernels": kernels, "placeholders": len(plan.graph.placeholders)})
     buf = io.BytesIO()
@@ -189,7 +190,8 @@ def _light_plan(payload: bytes, inputs: list, outputs: list) -> tuple:
     tensors = topological_order([o for o in outputs if o is not None])
     units = [Step(SimpleNamespace(index=i, tensor=tensors[k])) for i, k in head["steps"]]
     kernels = [SimpleNamespace(index=i, dims=tuple(d), inputs=[
-        SimpleNamespace(dims=tuple(di), name=n) for di, n in ins])
+        SimpleNamespace(dims=tuple(di), name=tensors[k].name if k >= 0 else n)
+        for di, k, n in ins])
         for i, d, ins in head["kernels"]]
     graph = SimpleNamespace(placeholders=[SimpleNamespace(dtype=p.dtype, tensor=p)
                                           for p in inputs], order=order)
