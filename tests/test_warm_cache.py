@@ -68,6 +68,13 @@ def test_target_math_and_mode_are_in_the_key():
     assert len(keys) == 4
 
 
+def test_fold_settings_are_in_the_key(monkeypatch):
+    from symgrad.compile import hoist
+    before = _key(_graph())
+    monkeypatch.setattr(hoist, "ENABLED", not hoist.ENABLED)
+    assert _key(_graph()) != before
+
+
 def test_nan_payloads_are_hashed_by_their_bytes():
     """Payloads do not change the code; a constant is bound from the record by value, so
     two payloads never share one (a miss at worst)."""

@@ -186,7 +186,7 @@ PIPELINE = FRONT + [
          phase=lambda ctx: "numba compile" if ctx.built else "numba load"),
 ]
 """The cpu targets' passes, in order (after ``WARM``'s miss, then ``STORE``)."""
-WARM = [Pass("warm key", warm_pass, phase="warm cache")]
+WARM = [Pass("warm key", warm_pass, phase=None)]
 """First for the cpu targets: a hit runs ``WARM_TAIL`` only (no fold, plan or key)."""
 WARM_TAIL = PIPELINE[-2:]
 STORE = [Pass("warm record", store_pass, phase=None)]

@@ -37,7 +37,7 @@ import sympy as sp
 
 from ..graph.traversal import topological_order
 from . import cache
-from .cache_key import CODEGEN_VERSION
+from . import cache_key
 from .fold import _expr_text, _value_digest
 from .oprules import CONSTANT, PLACEHOLDER
 from .regions import Step
@@ -67,6 +67,14 @@ def _attr_text(value, exprs: dict) -> str:
     return f"{type(value).__name__}:{value!r}"
 
 
+def _fold_settings() -> str:
+    """The module settings the folded graph depends on besides the graph (tests change
+    them): a record never outlives a change of one."""
+    from . import fold, hoist, rewrite
+    return (f"hoist {hoist.ENABLED} {hoist.NEW_KERNEL_MIN} fold {fold.FOLD_LIMIT} "
+            f"{fold.INFLATE_MIN} cheap {rewrite.CHEAP_OPS}")
+
+
 def graph_key(inputs: list, outputs: list, target: str, mode, math: str) -> str:
     """The sha256 hex key of the unfolded graph of ``outputs`` over ``inputs`` (see above)."""
     order = topological_order([o for o in outputs if o is not None])
@@ -76,7 +84,8 @@ def graph_key(inputs: list, outputs: list, target: str, mode, math: str) -> str:
             position[id(p)] = len(order)
             order.append(p)
     exprs: dict = {}
-    lines = [target, str(mode.single), math, cache.versions(), CODEGEN_VERSION, "warm 1"]
+    lines = [target, str(mode.single), math, cache.versions(), cache_key.CODEGEN_VERSION,
+             "warm 1", _fold_settings()]
     for t in order:
         if t.op is CONSTANT:
             v = np.asarray(t.attrs["value"])
