@@ -81,6 +81,7 @@ def warm_pass(ctx: Context) -> str:
     except _Miss:
         return f"{key[:16]}: module {found[0][:16]} not cached, compiling"
     ctx.key, ctx.plan, ctx.built, ctx.extra["warm"] = found[0], found[1], False, True
+    ctx.extra["fold settings"] = warm.fold_settings()
     return f"{key[:16]}: hit, module {found[0][:16]} verified; not folded or planned"
 
 
@@ -93,7 +94,8 @@ def _replan(ctx: Context):
     """The plan of a warm function, made when first asked for (explain, distributed)."""
     again = Context(ctx.inputs, ctx.outputs, ctx.mode, ctx.spec, ctx.math,
                     Phases("replan", stream=None))
-    run_passes(again, FRONT[:3])
+    with warm.settings_applied(ctx.extra["fold settings"]):
+        run_passes(again, FRONT[:3])
     return again.plan
 
 

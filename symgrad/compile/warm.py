@@ -29,6 +29,7 @@ import json
 import os
 import stat
 import tempfile
+from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import Optional
 
@@ -67,12 +68,31 @@ def _attr_text(value, exprs: dict) -> str:
     return f"{type(value).__name__}:{value!r}"
 
 
-def _fold_settings() -> str:
+_SETTINGS = (("hoist", "ENABLED"), ("hoist", "NEW_KERNEL_MIN"), ("fold", "FOLD_LIMIT"),
+             ("fold", "INFLATE_MIN"), ("rewrite", "CHEAP_OPS"))
+
+
+def fold_settings() -> tuple:
     """The module settings the folded graph depends on besides the graph (tests change
-    them): a record never outlives a change of one."""
+    them): part of the key, so a record never outlives a change of one."""
     from . import fold, hoist, rewrite
-    return (f"hoist {hoist.ENABLED} {hoist.NEW_KERNEL_MIN} fold {fold.FOLD_LIMIT} "
-            f"{fold.INFLATE_MIN} cheap {rewrite.CHEAP_OPS}")
+    modules = {"fold": fold, "hoist": hoist, "rewrite": rewrite}
+    return tuple((m, name, getattr(modules[m], name)) for m, name in _SETTINGS)
+
+
+@contextmanager
+def settings_applied(settings: tuple):
+    """Fold with ``settings`` (``fold_settings()`` of the compile) in place."""
+    from . import fold, hoist, rewrite
+    modules = {"fold": fold, "hoist": hoist, "rewrite": rewrite}
+    old = fold_settings()
+    try:
+        for m, name, value in settings:
+            setattr(modules[m], name, value)
+        yield
+    finally:
+        for m, name, value in old:
+            setattr(modules[m], name, value)
 
 
 def graph_key(inputs: list, outputs: list, target: str, mode, math: str) -> str:
@@ -85,7 +105,7 @@ def graph_key(inputs: list, outputs: list, target: str, mode, math: str) -> str:
             order.append(p)
     exprs: dict = {}
     lines = [target, str(mode.single), math, cache.versions(), cache_key.CODEGEN_VERSION,
-             "warm 1", _fold_settings()]
+             "warm 1", repr(fold_settings())]
     for t in order:
         if t.op is CONSTANT:
             v = np.asarray(t.attrs["value"])
