@@ -80,9 +80,12 @@ def _formula_key(node, symbols: list):
         if value is None:
             return None
         attrs.append((name, value))
-    ins = tuple((i.dtype, None if not i.is_const or i.uniform is None else
-                 (type(i.uniform).__name__, repr(i.uniform))) for i in node.inputs)
-    return (node.op, tuple(attrs), ins, tuple(symbols))
+    ins, used = [], []
+    for i, s in zip(node.inputs, symbols):
+        inlined = i.is_const and i.uniform is not None
+        ins.append((i.dtype, (type(i.uniform).__name__, repr(i.uniform)) if inlined else None))
+        used.append(None if inlined else s)       # an inlined input's symbol is not read
+    return (node.op, tuple(attrs), tuple(ins), tuple(used))
 
 
 def _formula(node, symbols: list) -> sp.Expr:
@@ -117,6 +120,21 @@ def _expensive(expr: sp.Expr) -> bool:
     if found is None:
         found = _DERIVED[("expensive", expr)] = \
             bool(expr.atoms(sp.Function)) and not expr.has(sp.Piecewise)
+    return found
+
+
+def _may_be_expensive(node) -> bool:
+    """Whether the op's formula over plain symbols calls a function: inlining numbers
+    never adds one, so where it does not, no formula of the node is ``_expensive``."""
+    key = _formula_key(node, [None] * len(node.inputs))
+    if key is None:
+        return True
+    template_key = ("template", key[0], key[1], tuple(d for d, _ in key[2]))
+    found = _DERIVED.get(template_key)
+    if found is None:
+        symbols = [_positional(k, dtype_kind(i.dtype)) for k, i in enumerate(node.inputs)]
+        template = sp.sympify(node.op.formula(tuple(symbols), node.attrs))
+        found = _DERIVED[template_key] = bool(template.atoms(sp.Function))
     return found
 
 
@@ -156,6 +174,8 @@ def _pattern_table(i, k: int, consumers: dict) -> dict:
     worth reading back (see ``_expensive``)."""
     table: dict = {}
     for pos, t in enumerate(_unary_consumers(i, consumers)):
+        if not _may_be_expensive(t):
+            continue
         pattern = _formula(t, [_slot(k) for _ in t.inputs])
         if _expensive(pattern):
             table.setdefault(pattern, []).append((pos, t))
