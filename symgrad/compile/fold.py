@@ -136,9 +136,9 @@ def _expr_text(expr, memo: dict) -> str:
     canonical order, ``srepr`` for atoms (a symbol's assumptions, a number's digits);
     about 4x faster than ``srepr`` of the whole, which orders terms by printing them.
 
-    >>> x = sp.Symbol("x", real=True)
-    >>> _expr_text(sp.sin(x) + 2, {})
-    "Add(Integer(2),sin(Symbol('x', real=True)))"
+    >>> t = sp.Symbol("t_expr_text", real=True)   # a name no other test gives sympy's cache
+    >>> _expr_text(sp.sin(t) + 2, {})
+    "Add(Integer(2),sin(Symbol('t_expr_text', real=True)))"
     """
     text = memo.get(id(expr))   # by identity: no sympy equality between 2 and 2.0
     if text is None:
