@@ -148,7 +148,7 @@ def store(key: str, inputs: list, outputs: list, plan, module_key: str) -> None:
             arrays[f"c{node.index}"] = np.ascontiguousarray(v)
     kernels = [[k.index, list(k.dims), [[list(i.dims), position.get(id(i.tensor), -1), i.name]
                                         for i in k.inputs]] for k in plan.kernels]
-    head = json.dumps({"module": module_key, "steps": steps, "consts": consts,
+    head = json.dumps({"graph": key, "module": module_key, "steps": steps, "consts": consts,
                        "kernels": kernels, "placeholders": len(plan.graph.placeholders)})
     buf = io.BytesIO()
     np.savez(buf, head=np.frombuffer(head.encode(), np.uint8), **arrays)
@@ -200,15 +200,15 @@ def load(key: str, inputs: list, outputs: list) -> Optional[tuple]:
                   "foreign); compiling", "nothing to do: it is replaced")
         return None
     try:
-        return _light_plan(payload, inputs, outputs)
+        return _light_plan(payload, key, inputs, outputs)
     except Exception:  # noqa: BLE001 - a sealed record of another layout: compile instead
         return None
 
 
-def _light_plan(payload: bytes, inputs: list, outputs: list) -> tuple:
+def _light_plan(payload: bytes, key: str, inputs: list, outputs: list) -> tuple:
     with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
         head = json.loads(bytes(npz["head"]).decode())
-        if head["placeholders"] != len(inputs):
+        if head["graph"] != key or head["placeholders"] != len(inputs):
             raise ValueError("placeholders")
         order = []
         for index, shape, how in head["consts"]:
