@@ -119,10 +119,10 @@ def vanishes(lowered, values: dict) -> list:
     env = dict(values)
     for sym, expr in lowered.replacements:
         env[sym] = expr.subs(env)
-    return [_is_zero(sp.sympify(r).subs(env)) for r in lowered.results]
+    return [is_zero(sp.sympify(r).subs(env)) for r in lowered.results]
 
 
-def _is_zero(expr) -> bool:
+def is_zero(expr) -> bool:
     """Exactly 0, reading the lowering's literal symbols (``Symbol('0.0')``) as numbers."""
     literals = {}
     for s in expr.free_symbols:

@@ -34,17 +34,20 @@ slots as in the flat templates, so no two threads write one element.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import numpy as np
 import sympy as sp
 
 from ..shapes import is_fully_known
-from .masks import mask_band, read_text, row_range, vanishes
+from .masks import complement, is_zero, mask_band, read_text, row_range, vanishes
+from .lower import _in_dependency_order as in_dependency_order
 from .oprules import S
+from .powers import power_chains
+from .printer import number
 from .regions import Kernel, Plan, Step
-from .templates import OPTIONS, input_access
+from .templates import OPTIONS, body_source, input_access
 
 INNER_MAX = 16   # longest trailing axis that is unrolled into a nest
 
@@ -282,6 +285,10 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
     bands, skip = nest_masks(nest, lowered)
     kept = bands[skip][0] if skip is not None else None
     nest.mirror = nest_symmetry(nest, lowered) if skip is None else {}
+    points: list = []   # the gate and specialised outer point functions, before the loop
+    gate = nest_gate(nest, lowered)
+    if gate is not None:
+        points.append(gate_source(nest, lowered, gate, f"{name}_gate"))
     outs = nest_outputs(nest, parallel)
     params = (["nc"] if parallel else []) + [f"n{j}" for j in range(r)] + \
         [arg[id(n)] for n in inputs] + [o.name for o in outs]
@@ -292,10 +299,10 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
     def emit(depth: int, text: str) -> None:
         lines.append("    " * depth + text)
 
-    def call(depth: int, kernel: Kernel, values: list, k=None) -> None:
+    def call(depth: int, kernel: Kernel, values: list, k=None, point=None) -> None:
         target = ", ".join(values) + ("," if len(values) == 1 else "")
         reads = point_reads(kernel, local, arg, r, k)
-        emit(depth, f"{target} = _k{kernel.index}_point({', '.join(reads)})")
+        emit(depth, f"{target} = {point or f'_k{kernel.index}_point'}({', '.join(reads)})")
 
     def value(kernel: Kernel, node, k=None) -> str:
         j = [id(s) for s in lowered[kernel.index].sources].index(id(node))
@@ -324,20 +331,36 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
                 for k, s in enumerate(locals_of(o)):
                     emit(depth, f"{o.name}[{index(o, k if o.inner else None, True)}] = {s}")
 
-    def body(depth: int) -> None:
+    def outer_point(values: dict) -> str:
+        """The outer point function for a part of the loop where the masks are ``values``."""
+        sk = specialised(nest, lowered, values)
+        if sk is None:
+            return f"_k{nest.outer.index}_point"
+        fn = f"{name}_o{len(points)}"
+        points.append(body_source(sk, fn, NEST_MATH, trig=False))
+        return fn
+
+    def body(depth: int, point: str = f"_k{nest.outer.index}_point") -> int:
+        """The pair's pre sums, gate, outer and post calls; the depth of what follows."""
         for kernel in nest.pre:
             total = f"p{kernel.index}"
             for k in range(inner):
                 call(depth, kernel, [f"{total}_{k}"], k)
             emit(depth, f"{total} = " + " + ".join(f"{total}_{k}" for k in range(inner)))
             local[id(kernel.outputs[0].node)] = total
-        call(depth, nest.outer, [value(nest.outer, s) for s in lowered[nest.outer.index].sources])
+        if gate is not None:   # pairs outside the cutoff add exactly 0: skip them
+            reads = point_reads(nest.outer, local, arg, r)
+            emit(depth, f"if {name}_gate({', '.join(reads)})[0]:")
+            depth += 1
+        call(depth, nest.outer, [value(nest.outer, s) for s in lowered[nest.outer.index].sources],
+             point=point)
         for x, c in nest.links.items():
             local[x] = value(nest.outer, c)
         for kernel in nest.post:
             for k in range(inner):
                 call(depth, kernel, [value(kernel, s, k) for s in lowered[kernel.index].sources],
                      k)
+        return depth
 
     if nest.mirror:   # i0 <= i1 only: each off-diagonal pair stands for (i0, i1) and (i1, i0)
         rows = {(p, j) for p, j in nest.mirror.values()}
@@ -360,7 +383,11 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
             else:
                 emit(at, "for i1 in range(i0 + 1, n1):")
                 at += 1
-            body(at)
+            fixed = {x: a if (b[0] == "==") == diagonal else other
+                     for x, (b, a, other) in bands.items()}
+            for x, v in fixed.items():   # eye / ~eye: a literal on each part
+                local[x] = repr(v)
+            at = body(at, outer_point(fixed))
             for o in outs:
                 if o.kernel is nest.outer:   # a sum over every pair (checked)
                     e = value(o.kernel, o.kernel.outputs[o.j].source)
@@ -383,7 +410,7 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
                 at = f"{chunk}i0, 0, {k}" if (o.kernel.index, o.j) in rows else f"{chunk}0, i0, {k}"
                 emit(depth, f"{o.name}[{at}] += m{o.kernel.index}_{o.j}_{k}")
         close_level(depth - 1, 0)
-        return "\n".join(lines)
+        return "\n\n\n".join(points + ["\n".join(lines)])
 
     depth = 1
     if parallel:
@@ -396,19 +423,9 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
             bounds = row_range(kept, "i0", "n1")
         emit(depth, f"for i{j} in range({bounds}):")
         depth += 1
-    for kernel in nest.pre:
-        total = f"p{kernel.index}"
-        for k in range(inner):
-            call(depth, kernel, [f"{total}_{k}"], k)
-        emit(depth, f"{total} = " + " + ".join(f"{total}_{k}" for k in range(inner)))
-        local[id(kernel.outputs[0].node)] = total
-    o_srcs = lowered[nest.outer.index].sources
-    call(depth, nest.outer, [value(nest.outer, s) for s in o_srcs])
-    for x, c in nest.links.items():
-        local[x] = value(nest.outer, c)
-    for kernel in nest.post:
-        for k in range(inner):
-            call(depth, kernel, [value(kernel, s, k) for s in lowered[kernel.index].sources], k)
+    fixed = {x: a if b == kept else other for x, (b, a, other) in bands.items()
+             if kept is not None and kept in (b, complement(b))}
+    at = body(depth, outer_point(fixed))
     for o in outs:
         src = o.kernel.outputs[o.j].source
         ks = list(range(inner)) if o.kernel is not nest.outer else [None]
@@ -418,17 +435,17 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
             pairs = [(None, " + ".join(value(o.kernel, src, k) for k in ks))]
         for n, (k, e) in enumerate(pairs):
             if o.mode == "store":
-                emit(depth, f"{o.name}[{index(o, k)}] = {e}")
+                emit(at, f"{o.name}[{index(o, k)}] = {e}")
             elif o.mode == "array":
-                emit(depth, f"{o.name}[{index(o, k)}] += {e}")
+                emit(at, f"{o.name}[{index(o, k)}] += {e}")
             elif o.level == r:
-                emit(depth, f"{o.name}[{index(o, k, True)}] = {e}")
+                emit(at, f"{o.name}[{index(o, k, True)}] = {e}")
             else:
-                emit(depth, f"{locals_of(o)[n]} += {e}")
+                emit(at, f"{locals_of(o)[n]} += {e}")
     for j in reversed(range(r)):
         depth -= 1
         close_level(depth, j)
-    return "\n".join(lines)
+    return "\n\n\n".join(points + ["\n".join(lines)])
 
 
 def nest_masks(nest: Nest, lowered) -> tuple:
@@ -477,6 +494,132 @@ def _expanded(lk, j: int):
     for sym, expr in lk.replacements:
         env[sym] = expr.xreplace(env)
     return sp.sympify(lk.results[j]).xreplace(env)
+
+
+def gate_source(nest: Nest, lowered, gate, name: str) -> str:
+    """The point function ``name(outer inputs..) -> (gate,)`` of ``nest_gate``."""
+    lk = lowered[nest.outer.index]
+    return body_source(replace(lk, exprs=[gate], replacements=[], results=[gate], printed=None,
+                               texts=None), name, NEST_MATH, trig=False)
+
+
+SPECIALISE_NODES = 64   # the largest outer kernel specialised per part of the loop
+
+
+def specialised(nest: Nest, lowered, values: dict) -> Optional[object]:
+    """The outer kernel's LoweredKernel with its constant masks fixed to ``values``
+    ({id(input node): value on one part of the loop: the diagonal, i0 < i1, the kept
+    band}), or None when nothing changes.
+
+    Fixed masks fold their conditionals away. Then each value is distributed
+    (``expand_mul``, after ``piecewise_fold`` of at most 3 conditions) where that makes it
+    no larger and every base of a half power is a pre sum that sympy proves nonnegative (a
+    sum of squares): ``(-12 g r**-13 - 6 g' r**-7) * 0.5/r`` with ``r = sqrt(r2)`` (the
+    ``sqrt`` forms' gradient) becomes ``-6 g r2**-7 - 3 g' r2**-4``, no square root (the
+    hand loop's ``1/r2``). With ``b >= 0``, ``b**(m/2) * b**(n/2) = b**((m+n)/2)`` holds in
+    IEEE arithmetic up to rounding, ``b = 0`` and ``inf`` included.
+    """
+    outer = nest.outer
+    lk = lowered[outer.index]
+    if len(outer.nodes) > SPECIALISE_NODES or not values or lk.texts is not None:
+        return None
+    env: dict = {}    # bound intermediates (``u<k>``) of long expressions, substituted
+    for sym, expr in lk.replacements:
+        env[sym] = expr.xreplace(env)
+    exprs = [sp.sympify(e).xreplace(env) for e in lk.exprs]
+    fixed = {}
+    for sym, i in zip(lk.symbols, outer.inputs):
+        if id(i) in values:
+            v = values[id(i)]
+            fixed[sym] = sp.true if v is True else sp.false if v is False else number(v)
+    nonneg = set()
+    for pre in nest.pre:
+        sym = lk.symbols[[id(i) for i in outer.inputs].index(id(pre.outputs[0].node))]
+        if _expanded(lowered[pre.index], 0).is_nonnegative:
+            nonneg.add(sym)
+    out = []
+    for e in exprs:
+        e = e.xreplace(fixed)
+        d = _distributed(e, nonneg)
+        out.append(e if d is None else d)
+    reps, reduced = sp.cse(out, symbols=sp.numbered_symbols("t"), order="none")
+    statements, results = power_chains(list(reps), list(reduced))
+    if len(statements) != len(reps):
+        statements = in_dependency_order(statements)
+    return replace(lk, exprs=out, replacements=statements, results=results, printed=None,
+                   texts=None)
+
+
+def _literals(expr) -> set:
+    """The literal symbols of a lowered expression (``Symbol('0.0')``)."""
+    out = set()
+    for s in expr.free_symbols:
+        try:
+            float(s.name)
+            out.add(s)
+        except ValueError:
+            pass
+    return out
+
+
+def _distributed(expr, nonneg: set):
+    """``expand_mul(piecewise_fold(expr))`` when it pays and is exact (``specialised``)."""
+    for pw in expr.atoms(sp.Pow):
+        if not pw.exp.is_integer and pw.base not in nonneg:
+            return None
+    if len({c for pw in expr.atoms(sp.Piecewise) for _, c in pw.args}) > 4:
+        return None
+    d = sp.expand_mul(sp.piecewise_fold(expr)) if expr.has(sp.Piecewise) else \
+        sp.expand_mul(expr)
+    for pw in d.atoms(sp.Pow):
+        if not pw.exp.is_integer and pw.base not in nonneg:
+            return None
+    return d if sp.count_ops(d) <= sp.count_ops(expr) else None
+
+
+GATE_NODES = 200   # the largest outer kernel searched for a gate (expanded expressions)
+
+
+def nest_gate(nest: Nest, lowered) -> Optional[object]:
+    """The condition (a sympy Boolean over the outer kernel's input symbols) outside of
+    which a pair adds exactly 0, when the nest may skip such pairs, else None.
+
+    A ``where(r < rc, f, 0)`` cutoff makes the outer kernel's values Piecewise expressions
+    of one condition. When every written outer value and every link vanishes with that
+    condition False (sympy, on the expanded lowered kernel), every post kernel's values
+    vanish with the links 0, and the nest stores no per-pair value, the loop computes the
+    pre sums, tests the condition and runs the rest of the pair only where it holds (the
+    hand loop's ``if r2 < rc2:``). Conditions on constant masks only are left to
+    ``nest_masks`` and ``nest_symmetry``.
+    """
+    outer = nest.outer
+    lk = lowered[outer.index]
+    if outer.rank != 2 or len(outer.nodes) > GATE_NODES or \
+            any(o.mode == "store" or (o.mode == "local" and o.level == nest.rank)
+                for o in nest_outputs(nest, False)):
+        return None
+    for post in nest.post:
+        links = {s: 0 for s, i in zip(lowered[post.index].symbols, post.inputs)
+                 if id(i) in nest.links}
+        if not all(vanishes(lowered[post.index], links)):
+            return None
+    needed = {id(o.source) for _, o in nest.written(outer)} | \
+        {id(c) for c in nest.links.values()}
+    sources = [id(s) for s in lk.sources]
+    values = [_expanded(lk, sources.index(x)) for x in needed]
+    masks = {lk.symbols[k] for k, i in enumerate(outer.inputs)
+             if mask_band(i, input_access(i.dims, outer.dims).index) is not None}
+    candidates: list = []
+    for v in values:
+        for pw in v.atoms(sp.Piecewise):
+            for _, cond in pw.args:
+                if cond not in candidates and isinstance(cond, sp.logic.boolalg.Boolean) \
+                        and cond is not sp.true and not cond.free_symbols <= masks:
+                    candidates.append(cond)
+    for cond in sorted(candidates, key=sp.count_ops, reverse=True):
+        if all(is_zero(v.xreplace({cond: sp.false})) for v in values):
+            return cond
+    return None
 
 
 def _same(a, b) -> bool:
