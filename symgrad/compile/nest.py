@@ -577,6 +577,14 @@ def _distributed(expr, nonneg: set):
     return d if sp.count_ops(d) <= sp.count_ops(expr) else None
 
 
+def gate_text(nest: Nest, gate) -> str:
+    """``nest_gate``'s condition over the outer kernel's input names (for ``explain``)."""
+    names = {sp.Symbol(f"a{k}"): sp.Symbol(i.name) for k, i in enumerate(nest.outer.inputs)}
+    floats = {f: sp.Symbol(repr(float(f))) for f in gate.atoms(sp.Float)}
+    syms = {s: names.get(sp.Symbol(s.name), s) for s in gate.free_symbols}
+    return str(gate.xreplace({**syms, **floats}))
+
+
 GATE_NODES = 200   # the largest outer kernel searched for a gate (expanded expressions)
 
 
@@ -780,6 +788,24 @@ def nest_rejections(plan: Plan) -> list:
                     out.append(f"nest {u.index} stores {o.node.name!r} {tuple(u.outer.shape)}:"
                                " it is read outside the nest (not only through expand_dims "
                                "by its post kernels)")
+    return out
+
+
+def flat_pair_notes(plan: Plan) -> list:
+    """Pair-shaped rank-2 kernels left flat whose outputs are all sums (no stored value, so
+    ``nest_rejections`` does not list them): one sentence each on what the flat loop does
+    not get (``f.explain()`` lists them under "flat pair loops")."""
+    largest = max([_size(p.shape) for p in plan.graph.placeholders] or [0])
+    out = []
+    for u in plan.units:
+        if isinstance(u, Kernel) and u.rank == 2 and _size(u.shape) > largest and \
+                all(o.is_reduction for o in u.outputs):
+            out.append(f"{_describe(u)} is a flat loop, not a nest: no reduce_sum over a "
+                       "short trailing axis feeds it and no value of it is broadcast back "
+                       "along one (the nest's patterns, e.g. P[:, None, :] - P[None, :, :] "
+                       "summed over the last axis), so the symmetric i0 <= i1 rule and a "
+                       "cutoff's skip do not apply: it visits every ordered pair, or those a "
+                       "triangular constant mask keeps")
     return out
 
 
