@@ -125,3 +125,42 @@ def test_parallel_gated_nest_matches_evaluate():
     assert "_n1_parallel_gate(" in fn.source and "range(c, n0, nc)" in fn.source
     for g, h in zip(got, want):
         np.testing.assert_allclose(g, h, rtol=1e-9, atol=1e-11 * np.abs(h).max())
+
+
+FORMS.update({"lj: explicit components": w.lj_components,
+              "morse: components, triu constant, cutoff": bench.morse_components})
+
+
+@pytest.mark.parametrize("name, rule", [
+    ("lj: explicit components", "with i0 <= i1: the sum is symmetric"),
+    ("morse: components, triu constant, cutoff", "skips the pairs where")])
+def test_component_forms_are_nests_of_one_kernel(name, rule):
+    """``dx = x[:, None] - x[None, :]`` per component: one flat pair kernel of sums, run as a
+    nest of that kernel alone (``nest._pair_loop``) to get the nest's rules."""
+    fn, got, want = _fn(name)
+    for g, h in zip(got, want):
+        np.testing.assert_allclose(g, h, rtol=1e-9, atol=1e-11 * np.abs(h).max())
+    assert rule in fn.explain(), fn.explain()
+    assert "flat pair loops" not in fn.explain()
+
+
+def test_symmetric_components_parallel_matches_evaluate():
+    FORMS["lj: explicit components (parallel)"] = w.lj_components
+    fn, got, want = _fn("lj: explicit components (parallel)", 200, "parallel")
+    assert "for i1 in range(i0 + 1, n1)" in fn.source and "range(c, n0, nc)" in fn.source
+    for g, h in zip(got, want):
+        np.testing.assert_allclose(g, h, rtol=1e-9, atol=1e-11 * np.abs(h).max())
+
+
+def test_asymmetric_flat_pair_loop_is_explained():
+    """No rule pays (not symmetric, no mask, no cutoff): the flat loop stays, and explain
+    says which rules it misses."""
+    P = sg.placeholder("P", shape=(N, 3))
+    x = P[:, 0]
+    E = sg.reduce_sum(sg.exp(-(x[:, None] - 2.0 * x[None, :]) ** 2))
+    fn = sg.function([P], [E] + sg.gradients(E, P), target="cpu")
+    data = w.make_data(N)
+    for g, h in zip(fn(data["P"]), sg.evaluate([E] + sg.gradients(E, P), {P: data["P"]})):
+        np.testing.assert_allclose(g, h, rtol=1e-9, atol=1e-12)
+    report = fn.explain()
+    assert "flat pair loops:" in report and "is a flat loop, not a nest" in report, report

@@ -43,6 +43,7 @@ import sympy as sp
 from ..shapes import is_fully_known
 from .masks import complement, is_zero, mask_band, read_text, row_range, vanishes
 from .lower import _in_dependency_order as in_dependency_order
+from .lower import lower_kernel
 from .oprules import S
 from .powers import power_chains
 from .printer import number
@@ -87,7 +88,8 @@ class Nest:
 
     @property
     def inner(self) -> int:
-        return (self.pre or self.post)[0].shape[-1]
+        """The trailing axis of the pre and post kernels (1 for a nest of one kernel)."""
+        return (self.pre or self.post)[0].shape[-1] if self.pre or self.post else 1
 
     def written(self, kernel: Kernel) -> list:
         """(j, output) of ``kernel`` that the nest writes to an array."""
@@ -97,8 +99,10 @@ class Nest:
                 if not (kernel is self.outer and not o.is_reduction and id(o.node) in self.hidden)]
 
 
-def nest_plan(plan: Plan) -> Plan:
-    """The plan with every matching pre/outer/post group replaced by one ``Nest``."""
+def nest_plan(plan: Plan, pair_loops: bool = True) -> Plan:
+    """The plan with every matching pre/outer/post group replaced by one ``Nest``, and
+    (``pair_loops``: host targets) each flat pair kernel that a nest's rules speed up by a
+    nest of that kernel alone (``_pair_loop``)."""
     units = plan.units
     position = {id(u): k for k, u in enumerate(units)}
     producer: dict = {}
@@ -115,7 +119,8 @@ def nest_plan(plan: Plan) -> Plan:
     for outer in [u for u in units if isinstance(u, Kernel)]:
         if id(outer) in used or not _flat(outer, outer.rank) or not outer.rank:
             continue
-        nest = _match(outer, graph, producer, position, wanted, used)
+        nest = _match(outer, graph, producer, position, wanted, used) or \
+            (_pair_loop(outer) if pair_loops else None)
         if nest is None:
             continue
         nests[id(outer)] = nest
@@ -207,6 +212,33 @@ def _match_post(nest: Nest, graph, producer: dict, position: dict, wanted: set,
             nest.hidden.add(id(c))
 
 
+_ROW_VIEW_1 = (slice(None), None)    # x[:, None]
+_COL_VIEW_1 = (None, slice(None))    # x[None, :]
+
+
+def _pair_loop(outer: Kernel) -> Optional[Nest]:
+    """A nest of ``outer`` alone: a square rank-2 kernel whose outputs are all row, column
+    or total sums, whose inputs are views ``x[:, None]``, ``x[None, :]`` and constants
+    (the pair sum written by components, ``dx = x[:, None] - x[None, :]``, ...), when one
+    of the nest's rules pays: the symmetric ``i0 <= i1`` loop, a triangular mask's skip or
+    a cutoff's gate (otherwise the flat loop does as well)."""
+    if outer.rank != 2 or outer.shape[0] != outer.shape[1] or \
+            len(outer.nodes) > SPECIALISE_NODES or \
+            any(not o.is_reduction or o.mean or tuple(o.axes) not in ((0,), (1,), (0, 1))
+                for o in outer.outputs):
+        return None
+    for i in outer.inputs:
+        key = i.attrs.get("key") if i.op is S.getitem else None
+        if key not in (_ROW_VIEW_1, _COL_VIEW_1) and getattr(i, "value", None) is None:
+            return None
+    nest = Nest(outer)
+    lowered = {outer.index: lower_kernel(outer)}
+    if nest_symmetry(nest, lowered) or nest_masks(nest, lowered)[1] is not None or \
+            nest_gate(nest, lowered) is not None:
+        return nest
+    return None
+
+
 def _ready(node, producer: dict, position: dict, start: int) -> bool:
     """Whether ``node`` is a source, a constant or computed by a unit before ``start``."""
     unit = producer.get(id(node))
@@ -252,7 +284,7 @@ def nest_outputs(nest: Nest, parallel: bool) -> list:
             else:
                 mode = "array"
             chunked = parallel and 0 in outer_axes
-            if nest.mirror and kernel is not nest.outer:   # rows and columns get mirrors
+            if nest.mirror and axes != {0, 1}:   # rows and columns get mirrors
                 mode, chunked = "array", parallel
             outs.append(NestOutput(kernel, j, mode, level, chunked, has_inner))
     return outs
@@ -372,7 +404,14 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
         open_level(depth, 0)
         emit(depth, f"for i0 in range({'c, n0, nc' if parallel else 'n0'}):")
         depth += 1
-        posts = [o for o in outs if o.kernel is not nest.outer]
+        def total(o: NestOutput) -> bool:   # a sum over every pair (checked)
+            return o.kernel is nest.outer and set(o.kernel.outputs[o.j].axes) == {0, 1}
+
+        def ks(o: NestOutput) -> list:   # (inner index, its subscript) per value
+            return [(None, "")] if o.kernel is nest.outer else \
+                [(k, f", {k}") for k in range(inner)]
+
+        posts = [o for o in outs if not total(o)]
         for o in posts:
             for k in range(inner):
                 emit(depth, f"m{o.kernel.index}_{o.j}_{k} = 0.0")
@@ -389,26 +428,26 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
                 local[x] = repr(v)
             at = body(at, outer_point(fixed))
             for o in outs:
-                if o.kernel is nest.outer:   # a sum over every pair (checked)
+                if total(o):
                     e = value(o.kernel, o.kernel.outputs[o.j].source)
                     emit(at, f"{locals_of(o)[0]} += {e if diagonal else f'2.0 * ({e})'}")
                     continue
                 pi = o.kernel.index
-                for k in range(inner):
+                for n, (k, sub) in enumerate(ks(o)):
                     e = value(o.kernel, src[(pi, o.j)], k)
                     if (pi, o.j) in rows:   # row i0 sums over i1: a local
-                        emit(at, f"m{pi}_{o.j}_{k} += {e}")
+                        emit(at, f"m{pi}_{o.j}_{n} += {e}")
                         continue
                     row = nest.mirror[(pi, o.j)]
-                    emit(at, f"{o.name}[{chunk}0, i1, {k}] += {e}")
+                    emit(at, f"{o.name}[{chunk}0, i1{sub}] += {e}")
                     if not diagonal:   # mirrors: row i1 gets e_col(i0, i1), column i0 gets
                         mirror = value(o.kernel, src[row], k)   # e_row(i0, i1)
-                        emit(at, f"r{row[0]}_{row[1]}[{chunk}i1, 0, {k}] += {e}")
-                        emit(at, f"m{pi}_{o.j}_{k} += {mirror}")
+                        emit(at, f"r{row[0]}_{row[1]}[{chunk}i1, 0{sub}] += {e}")
+                        emit(at, f"m{pi}_{o.j}_{n} += {mirror}")
         for o in posts:
-            for k in range(inner):
-                at = f"{chunk}i0, 0, {k}" if (o.kernel.index, o.j) in rows else f"{chunk}0, i0, {k}"
-                emit(depth, f"{o.name}[{at}] += m{o.kernel.index}_{o.j}_{k}")
+            for n, (k, sub) in enumerate(ks(o)):
+                at = f"{chunk}i0, 0{sub}" if (o.kernel.index, o.j) in rows else f"{chunk}0, i0{sub}"
+                emit(depth, f"{o.name}[{at}] += m{o.kernel.index}_{o.j}_{n}")
         close_level(depth - 1, 0)
         return "\n\n\n".join(points + ["\n".join(lines)])
 
@@ -489,6 +528,10 @@ _ROW_VIEW = (slice(None), None, slice(None))    # P[:, None, :]
 _COL_VIEW = (None, slice(None), slice(None))    # P[None, :, :]
 
 
+def _same(a, b) -> bool:
+    return _same_expr(a, b)
+
+
 def _expanded(lk, j: int):
     env: dict = {}
     for sym, expr in lk.replacements:
@@ -565,14 +608,14 @@ def _literals(expr) -> set:
 def _distributed(expr, nonneg: set):
     """``expand_mul(piecewise_fold(expr))`` when it pays and is exact (``specialised``)."""
     for pw in expr.atoms(sp.Pow):
-        if not pw.exp.is_integer and pw.base not in nonneg:
+        if not pw.exp.is_integer and pw.base not in nonneg and not pw.base.is_nonnegative:
             return None
     if len({c for pw in expr.atoms(sp.Piecewise) for _, c in pw.args}) > 4:
         return None
     d = sp.expand_mul(sp.piecewise_fold(expr)) if expr.has(sp.Piecewise) else \
         sp.expand_mul(expr)
     for pw in d.atoms(sp.Pow):
-        if not pw.exp.is_integer and pw.base not in nonneg:
+        if not pw.exp.is_integer and pw.base not in nonneg and not pw.base.is_nonnegative:
             return None
     return d if sp.count_ops(d) <= sp.count_ops(expr) else None
 
@@ -630,9 +673,20 @@ def nest_gate(nest: Nest, lowered) -> Optional[object]:
     return None
 
 
-def _same(a, b) -> bool:
-    """Equal as expressions (``expand`` of the difference is 0; no ``simplify``)."""
-    return a == b or sp.expand(a - b) == 0
+def _same_expr(a, b) -> bool:
+    """Equal as expressions (``expand`` of the difference is 0; no ``simplify``). A
+    difference of conditionals on at most 4 conditions is folded into one
+    (``piecewise_fold``) and each branch must expand to 0."""
+    if a == b:
+        return True
+    d = a - b
+    if d.has(sp.Piecewise):
+        if len({c for pw in d.atoms(sp.Piecewise) for _, c in pw.args}) > 4:
+            return False
+        d = sp.piecewise_fold(d)
+        if isinstance(d, sp.Piecewise):
+            return all(sp.expand(e) == 0 for e, _ in d.args)
+    return sp.expand(d) == 0
 
 
 def nest_symmetry(nest: Nest, lowered) -> dict:
@@ -651,7 +705,11 @@ def nest_symmetry(nest: Nest, lowered) -> dict:
        sums over every pair) or into both rows (``nest_source``).
     """
     outer = nest.outer
-    if nest.rank != 2 or outer.shape[0] != outer.shape[1] or not nest.pre or not nest.post:
+    if nest.rank != 2 or outer.shape[0] != outer.shape[1]:
+        return {}
+    if not nest.pre and not nest.post:
+        return _pair_loop_symmetry(nest, lowered)
+    if not nest.pre or not nest.post:
         return {}
     views = {}
     for k in nest.pre + nest.post:
@@ -679,38 +737,100 @@ def nest_symmetry(nest: Nest, lowered) -> dict:
             return {}
     pre_nodes = {id(p.outputs[0].node) for p in nest.pre}
     for i in outer.inputs:
-        if id(i) in pre_nodes:
-            continue
-        value = getattr(i, "value", None)
-        mb = mask_band(i, input_access(i.dims, outer.dims).index)
-        if mb is not None and mb[0] in (("==", 0), ("!=", 0)):
-            continue
-        if value is None or np.ndim(value) != 2 or \
-                input_access(i.dims, outer.dims).index != "[i0, i1]" or \
-                not np.array_equal(value, np.asarray(value).T):
+        if id(i) not in pre_nodes and not _symmetric_constant(i, outer):
             return {}
     if any(tuple(o.axes) != (0, 1) for _, o in nest.written(outer)):
         return {}
     mirror = {}
     for post in nest.post:
-        lk = lowered[post.index]
-        sw = swap(lk, post)
-        sources = [id(x) for x in lk.sources]
-        rows, cols = [], []
-        for j, o in enumerate(post.outputs):
-            if not o.is_reduction or tuple(o.axes) not in ((0,), (1,)):
-                return {}
-            (cols if tuple(o.axes) == (0,) else rows).append(
-                (j, _expanded(lk, sources.index(id(o.source)))))
-        if not sw or len(rows) != len(cols):
+        pairs = _row_column_pairs(post, lowered[post.index], swap(lowered[post.index], post))
+        if pairs is None:
             return {}
-        for j, e in cols:
-            match = next((r for r in rows if _same(e, r[1].xreplace(sw))), None)
-            if match is None:
-                return {}
-            rows.remove(match)
-            mirror[(post.index, j)] = (post.index, match[0])
+        mirror.update(pairs)
     return mirror
+
+
+def _symmetric_constant(i, outer: Kernel) -> bool:
+    """Whether outer input ``i`` is a constant equal to its transpose (eye and ~eye masks
+    read as predicates included) or read the same at every pair."""
+    index = input_access(i.dims, outer.dims).index
+    value = getattr(i, "value", None)
+    if value is None:
+        return False
+    if "i0" not in index and "i1" not in index:
+        return True
+    mb = mask_band(i, index)
+    if mb is not None and mb[0] in (("==", 0), ("!=", 0)):
+        return True
+    return np.ndim(value) == 2 and index == "[i0, i1]" and \
+        np.array_equal(value, np.asarray(value).T)
+
+
+def _row_column_pairs(kernel: Kernel, lk, sw: dict, totals: bool = False,
+                      canon: Optional[dict] = None) -> Optional[dict]:
+    """{(kernel index, column sum j): (kernel index, row sum j')} when every output of
+    ``kernel`` is a row or column sum (or, with ``totals``, a sum over every pair that is
+    unchanged by the swap ``sw``) and the column values are the row values with the
+    operands swapped; else None. ``canon``: a substitution applied to both sides of each
+    comparison (``_pair_loop_symmetry``)."""
+    canon = canon or {}
+
+    def _same(a, b) -> bool:
+        return _same_expr(a.xreplace(canon), b.xreplace(canon))
+
+    sources = [id(x) for x in lk.sources]
+    rows, cols = [], []
+    for j, o in enumerate(kernel.outputs):
+        axes = tuple(o.axes) if o.is_reduction else None
+        e = _expanded(lk, sources.index(id(o.source)))
+        if totals and axes == (0, 1):
+            if not sw or not _same(e, e.xreplace(sw)):
+                return None
+            continue
+        if axes not in ((0,), (1,)):
+            return None
+        (cols if axes == (0,) else rows).append((j, e))
+    if not sw or len(rows) != len(cols):
+        return None
+    out = {}
+    for j, e in cols:
+        match = next((r for r in rows if _same(e, r[1].xreplace(sw))), None)
+        if match is None:
+            return None
+        rows.remove(match)
+        out[(kernel.index, j)] = (kernel.index, match[0])
+    return out
+
+
+def _pair_loop_symmetry(nest: Nest, lowered) -> dict:
+    """``nest_symmetry`` for a nest of one kernel (``_pair_loop``): each base is read as
+    one row view ``x[:, None]`` and one column view ``x[None, :]``, every other input is a
+    symmetric constant, the total sums are unchanged with all the views swapped and the
+    column sums are the row sums swapped. ``{}`` when there are no row sums to pair
+    (``nest_source`` needs a mirror entry) and no total sum."""
+    outer = nest.outer
+    lk = lowered[outer.index]
+    views: dict = {}
+    for sym, i in zip(lk.symbols, outer.inputs):
+        key = i.attrs.get("key") if i.op is S.getitem else None
+        if key in (_ROW_VIEW_1, _COL_VIEW_1) and len(i.inputs) == 1:
+            views.setdefault(id(i.inputs[0]), {})[key == _COL_VIEW_1] = sym
+        elif not _symmetric_constant(i, outer):
+            return {}
+    sw, canon = {}, {}
+    for k, pair in enumerate(views.values()):
+        if sorted(pair) != [False, True]:
+            return {}
+        sw[pair[False]], sw[pair[True]] = pair[True], pair[False]
+        # x[None, :] = x[:, None] - d: both sides then read differences d, where sympy
+        # folds (-d)**2 to d**2 itself (no expand of powers of sums)
+        canon[pair[True]] = pair[False] - sp.Symbol(f"_d{k}", real=True)
+    if len(views) * 2 != sum(1 for i in outer.inputs if i.op is S.getitem):
+        return {}   # a base read twice the same way
+    pairs = _row_column_pairs(outer, lk, sw, totals=True, canon=canon)
+    if not pairs:
+        return {}
+    return pairs
 
 
 # --- why a kernel stayed flat (for ``explain``) ----------------------------------------
