@@ -411,7 +411,10 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
             return [(None, "")] if o.kernel is nest.outer else \
                 [(k, f", {k}") for k in range(inner)]
 
-        posts = [o for o in outs if not total(o)]
+        # a column sum equals its paired row sum (C[j] = sum_i e_col(i, j) = sum_i
+        # e_row(j, i) = R[j]): the loop adds into the rows only, and copies them after
+        posts = [o for o in outs if not total(o) and (o.kernel.index, o.j) in rows]
+        cols = [o for o in outs if not total(o) and (o.kernel.index, o.j) not in rows]
         for o in posts:
             for k in range(inner):
                 emit(depth, f"m{o.kernel.index}_{o.j}_{k} = 0.0")
@@ -439,16 +442,19 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
                         emit(at, f"m{pi}_{o.j}_{n} += {e}")
                         continue
                     row = nest.mirror[(pi, o.j)]
-                    emit(at, f"{o.name}[{chunk}0, i1{sub}] += {e}")
-                    if not diagonal:   # mirrors: row i1 gets e_col(i0, i1), column i0 gets
-                        mirror = value(o.kernel, src[row], k)   # e_row(i0, i1)
+                    if not diagonal:   # the mirror: row i1 gets e_col(i0, i1) = e_row(i1, i0)
                         emit(at, f"r{row[0]}_{row[1]}[{chunk}i1, 0{sub}] += {e}")
-                        emit(at, f"m{pi}_{o.j}_{n} += {mirror}")
         for o in posts:
             for n, (k, sub) in enumerate(ks(o)):
                 at = f"{chunk}i0, 0{sub}" if (o.kernel.index, o.j) in rows else f"{chunk}0, i0{sub}"
                 emit(depth, f"{o.name}[{at}] += m{o.kernel.index}_{o.j}_{n}")
         close_level(depth - 1, 0)
+        if cols:
+            emit(depth - 1, "for i0 in range(n0):")
+        for o in cols:
+            row = nest.mirror[(o.kernel.index, o.j)]
+            for k, sub in ks(o):
+                emit(depth, f"{o.name}[{chunk}0, i0{sub}] = r{row[0]}_{row[1]}[{chunk}i0, 0{sub}]")
         return "\n\n\n".join(points + ["\n".join(lines)])
 
     depth = 1
