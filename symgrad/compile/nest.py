@@ -623,7 +623,13 @@ def _distributed(expr, nonneg: set):
     for pw in d.atoms(sp.Pow):
         if not pw.exp.is_integer and pw.base not in nonneg and not pw.base.is_nonnegative:
             return None
-    return d if sp.count_ops(d) <= sp.count_ops(expr) else None
+    calls = _calls(d) <= _calls(expr)   # (1 - e)**2 distributed: exp(x)**2 -> exp(2x)
+    return d if calls and sp.count_ops(d) <= sp.count_ops(expr) else None
+
+
+def _calls(expr) -> int:
+    """The distinct function calls (exp, sqrt's ``Pow`` aside) of ``expr``."""
+    return sum(not isinstance(f, sp.Piecewise) for f in expr.atoms(sp.Function))
 
 
 def gate_text(nest: Nest, gate) -> str:
