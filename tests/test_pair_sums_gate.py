@@ -164,3 +164,41 @@ def test_asymmetric_flat_pair_loop_is_explained():
         np.testing.assert_allclose(g, h, rtol=1e-9, atol=1e-12)
     report = fn.explain()
     assert "flat pair loops:" in report and "is a flat loop, not a nest" in report, report
+
+
+def _charges(other):
+    def loss(P, c):
+        n = P.shape[0]
+        q = np.where(np.arange(n) % 3 == 0, 1.0, -0.5)
+        r = sg.sqrt(sg.where(c["eye"], w._r2(P), 1.0))
+        qq = sg.constant(q)[:, None] * sg.constant(other(q))[None, :]
+        return 0.5 * sg.reduce_sum(sg.where(sg.logical_and(c["eye"], r < 3.0), qq / r, 0.0))
+    return loss
+
+
+FORMS.update({"charges q_i q_j": _charges(lambda q: q),
+              "charges q_i (q_j + 1)": _charges(lambda q: q + 1.0)})
+
+
+@pytest.mark.parametrize("name, symmetric", [("coulomb, cutoff", True),
+                                             ("charges q_i q_j", True),
+                                             ("charges q_i (q_j + 1)", False)])
+def test_vectors_read_along_both_pair_axes_may_be_swapped(name, symmetric):
+    """``q[:, None] * q[None, :]`` (views or folded (N, 1) / (1, N) constants) is symmetric:
+    the nest visits i0 <= i1; ``q[:, None] * (q + 1)[None, :]`` is not."""
+    fn, got, want = _fn(name)
+    for g, h in zip(got, want):
+        np.testing.assert_allclose(g, h, rtol=1e-9, atol=1e-11 * np.abs(h).max())
+    assert ("with i0 <= i1: the sum is symmetric" in fn.explain()) == symmetric
+    assert "skips the pairs where" in fn.explain()
+
+
+def test_outer_product_constant_is_read_as_a_column_and_a_row():
+    from symgrad.compile.masks import outer_factors
+
+    class Node:
+        value = np.multiply.outer(np.array([-1.0, 1.0, 0.5]), np.array([1.0, -1.0, 4.0]))
+    assert outer_factors(Node, "[i0, i1]") == (0, 1)   # value[0, 1] == 1
+    assert outer_factors(Node, "[i1, i0]") is None
+    Node.value = Node.value + np.eye(3)
+    assert outer_factors(Node, "[i0, i1]") is None

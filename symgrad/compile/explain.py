@@ -37,8 +37,8 @@ from ..shapes import format_shape, is_fully_known
 from .gather import gather_axes
 from .lower import lower_kernel
 from .masks import loop_masks, mask_band, predicate
-from .nest import (Nest, flat_pair_notes, gate_text, nest_gate, nest_masks, nest_rejections,
-                   nest_symmetry)
+from .nest import (Nest, flat_pair_notes, gate_text, nest_factors, nest_gate, nest_masks,
+                   nest_rejections, nest_symmetry)
 from .oprules import VIEWS
 from .regions import Kernel, Plan, Step
 from .targets import get as get_target
@@ -280,6 +280,9 @@ def _nest_lines(nests: list) -> list:
             lines.append(f"  nest {n.index} skips the pairs where {gate_text(n, gate)} is False "
                          "(a where() cutoff; they add exactly 0): they cost the pre sums and "
                          "that test only")
+        for x, (r, c) in nest_factors(n).items():
+            lines.append(f"  nest {n.index} reads the constant {_name(n.outer, x)!r} as its "
+                         f"column {c} times its row {r} (an outer product; no (N, N) read)")
         for x, (b, _, _) in bands.items():
             lines.append(f"  nest {n.index} reads the constant {_name(n.outer, x)!r} as "
                          f"{predicate(b, 'i0', 'i1')} (no (N, N) read)")

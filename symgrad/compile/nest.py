@@ -41,7 +41,8 @@ import numpy as np
 import sympy as sp
 
 from ..shapes import is_fully_known
-from .masks import complement, is_zero, mask_band, read_text, row_range, vanishes
+from .masks import (complement, is_zero, mask_band, outer_factors, read_text, row_range,
+                    vanishes)
 from .lower import _in_dependency_order as in_dependency_order
 from .lower import lower_kernel
 from .oprules import S
@@ -327,6 +328,8 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
     lines[1] = f"def {name}({', '.join(params)}):"
     for x, mb in bands.items():   # constant masks read as index predicates
         local[x] = read_text(mb, "i0", "i1", kept)
+    for x, (r0, c0) in nest_factors(nest).items():   # outer products: a column and a row
+        local[x] = f"({arg[x]}[i0, {c0}] * {arg[x]}[{r0}, i1])"
 
     def emit(depth: int, text: str) -> None:
         lines.append("    " * depth + text)
@@ -491,6 +494,19 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
         depth -= 1
         close_level(depth, j)
     return "\n\n\n".join(points + ["\n".join(lines)])
+
+
+def nest_factors(nest: Nest) -> dict:
+    """{id(node): (r, c)} of the outer kernel's constant outer products
+    (``masks.outer_factors``), read as ``x[i0, c] * x[r, i1]``."""
+    if nest.rank != 2:
+        return {}
+    out = {}
+    for i in nest.outer.inputs:
+        f = outer_factors(i, input_access(i.dims, nest.outer.dims).index)
+        if f is not None:
+            out[id(i)] = f
+    return out
 
 
 def nest_masks(nest: Nest, lowered) -> tuple:
@@ -748,11 +764,32 @@ def nest_symmetry(nest: Nest, lowered) -> dict:
         if not sw or not _same(e, e.xreplace(sw)):
             return {}
     pre_nodes = {id(p.outputs[0].node) for p in nest.pre}
-    for i in outer.inputs:
-        if id(i) not in pre_nodes and not _symmetric_constant(i, outer):
+    lk = lowered[outer.index]
+    pairs: dict = {}   # views x[:, None], x[None, :] the outer kernel reads (charges)
+    for sym, i in zip(lk.symbols, outer.inputs):
+        view = _vector_view(i, outer)
+        if view is not None:
+            col, base = view
+            if col in pairs.setdefault(base, {}):
+                return {}
+            pairs[base][col] = sym
+        elif id(i) not in pre_nodes and not _symmetric_constant(i, outer):
             return {}
     if any(tuple(o.axes) != (0, 1) for _, o in nest.written(outer)):
         return {}
+    if pairs:   # each outer value the nest uses is unchanged with the views swapped
+        sw = {}
+        for pair in pairs.values():
+            if sorted(pair) != [False, True]:
+                return {}
+            sw[pair[False]], sw[pair[True]] = pair[True], pair[False]
+        sources = [id(x) for x in lk.sources]
+        used = {id(o.source) for _, o in nest.written(outer)} | \
+            {id(c) for c in nest.links.values()}
+        for x in used:
+            e = _expanded(lk, sources.index(x))
+            if not _same(e, e.xreplace(sw)):
+                return {}
     mirror = {}
     for post in nest.post:
         pairs = _row_column_pairs(post, lowered[post.index], swap(lowered[post.index], post))
@@ -760,6 +797,21 @@ def nest_symmetry(nest: Nest, lowered) -> dict:
             return {}
         mirror.update(pairs)
     return mirror
+
+
+def _vector_view(i, outer: Kernel) -> Optional[tuple]:
+    """``(is column, key of the vector)`` when outer input ``i`` is one vector read along
+    one pair axis: a view ``x[:, None]`` / ``x[None, :]``, or a constant of shape
+    ``(N, 1)`` / ``(1, N)`` (such a view folded); the key pairs the two reads of a vector."""
+    key = i.attrs.get("key") if i.op is S.getitem else None
+    if key in (_ROW_VIEW_1, _COL_VIEW_1) and len(i.inputs) == 1:
+        return key == _COL_VIEW_1, id(i.inputs[0])
+    value = getattr(i, "value", None)
+    index = input_access(i.dims, outer.dims).index
+    if value is not None and np.ndim(value) == 2 and index in ("[i0, 0]", "[0, i1]"):
+        v = np.ascontiguousarray(value, dtype=np.float64).ravel()
+        return index == "[0, i1]", ("const", v.tobytes())
+    return None
 
 
 def _symmetric_constant(i, outer: Kernel) -> bool:
