@@ -615,18 +615,6 @@ def specialised(nest: Nest, lowered, values: dict) -> Optional[object]:
                    texts=None)
 
 
-def _literals(expr) -> set:
-    """The literal symbols of a lowered expression (``Symbol('0.0')``)."""
-    out = set()
-    for s in expr.free_symbols:
-        try:
-            float(s.name)
-            out.add(s)
-        except ValueError:
-            pass
-    return out
-
-
 def _distributed(expr, nonneg: set):
     """``expand_mul(piecewise_fold(expr))`` when it pays and is exact (``specialised``)."""
     for pw in expr.atoms(sp.Pow):
