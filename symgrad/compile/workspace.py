@@ -81,8 +81,8 @@ class Workspaces:
     """A compiled function's free workspaces (``take`` one per call, ``give`` it back).
 
     ``allocated`` counts the large buffers its workspaces allocated (a hook for tests: a
-    steady state of calls with unchanged shapes adds none). ``enabled = False`` keeps
-    nothing: every call allocates, as without workspaces."""
+    steady state of calls with unchanged shapes adds none). With ``enabled = False`` every
+    call allocates, as without workspaces (the free ones stay until ``release``)."""
 
     def __init__(self, keep: int = KEEP):
         self.free: list = []
@@ -92,10 +92,12 @@ class Workspaces:
         self.generation = 0
 
     def take(self) -> Workspace:
-        try:
-            return self.free.pop()        # atomic: one caller gets each workspace
-        except IndexError:
-            return Workspace(self)
+        if self.enabled:
+            try:
+                return self.free.pop()        # atomic: one caller gets each workspace
+            except IndexError:
+                pass
+        return Workspace(self)
 
     def give(self, ws: Workspace) -> None:
         if self.enabled and ws.buffers and ws.generation == self.generation and \

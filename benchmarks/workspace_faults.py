@@ -1,0 +1,59 @@
+"""Minor page faults, CPU time and wall time per call of W1, W4 and W7 with the workspace
+(compile/workspace.py) on and off, interleaved in one process.
+
+    OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/workspace_faults.py [rounds] [W4 W1 W7]
+"""
+import os
+import resource
+import sys
+import time
+
+import numpy as np
+
+from benchmarks import frameworks
+from benchmarks.workloads import w1_elementwise, w4_mlp, w7_stencil2d  # noqa: F401
+
+WORKLOADS = {"W1": w1_elementwise, "W4": w4_mlp, "W7": w7_stencil2d}
+
+
+def _function(call):
+    """The CompiledFunction a benchmark closure calls."""
+    for cell in call.__closure__ or ():
+        v = cell.cell_contents
+        if hasattr(v, "release_buffers"):
+            return v
+    raise LookupError("no compiled function in the closure")
+
+
+def _one(call) -> tuple:
+    r0, c0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.process_time(), \
+        time.perf_counter()
+    call()
+    t1, c1, r1 = time.perf_counter(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
+    return t1 - t0, c1 - c0, r1.ru_minflt - r0.ru_minflt
+
+
+def main(rounds: int = 21, names=("W4", "W1", "W7")) -> None:
+    print(f"load {os.getloadavg()}; {rounds} rounds; median per call")
+    for name in names:
+        w = WORKLOADS[name]
+        data = w.make_data(w.cases(False)[0])
+        for target in ("cpu", "parallel"):
+            call = frameworks.symgrad_factory(w, target)(data)
+            f = _function(call)
+            times = {True: [], False: []}
+            for _ in range(3):
+                call()
+            for _ in range(rounds):
+                for on in (True, False):
+                    f.workspaces.enabled = on   # off: fresh buffers, the kept ones stay
+                    times[on].append(_one(call))
+            for on in (True, False):
+                wall, cpu, flt = (np.median([t[k] for t in times[on]]) for k in range(3))
+                print(f"{name} {target:8s} workspace {'on ' if on else 'off'}: wall "
+                      f"{wall * 1e3:7.2f} ms  cpu {cpu * 1e3:7.2f} ms  minflt {flt:6.0f}  "
+                      f"kept {f.workspaces.nbytes() / 2**20:.1f} MiB")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 21, tuple(sys.argv[2:]) or ("W4", "W1", "W7"))
