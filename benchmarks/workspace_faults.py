@@ -1,7 +1,10 @@
 """Minor page faults, CPU time and wall time per call of W1, W4 and W7 with the workspace
 (compile/workspace.py) on and off, interleaved in one process.
 
-    OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/workspace_faults.py [rounds] [W4 W1 W7]
+    OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/workspace_faults.py [rounds] [W4 W1 W7] [jax]
+
+``jax``: JAX jit's call of the same workload runs in the rotation too (when installed): its
+allocations change glibc's heap state, and with it whether fresh temporaries fault.
 """
 import os
 import resource
@@ -33,7 +36,7 @@ def _one(call) -> tuple:
     return t1 - t0, c1 - c0, r1.ru_minflt - r0.ru_minflt
 
 
-def main(rounds: int = 21, names=("W4", "W1", "W7")) -> None:
+def main(rounds: int = 21, names=("W4", "W1", "W7"), with_jax: bool = False) -> None:
     print(f"load {os.getloadavg()}; {rounds} rounds; median per call")
     for name in names:
         w = WORKLOADS[name]
@@ -41,13 +44,21 @@ def main(rounds: int = 21, names=("W4", "W1", "W7")) -> None:
         for target in ("cpu", "parallel"):
             call = frameworks.symgrad_factory(w, target)(data)
             f = _function(call)
-            times = {True: [], False: []}
+            times = {True: [], False: [], "jax": []}
+            other = frameworks.jax_factory(w)(data) if with_jax else None
             for _ in range(3):
                 call()
+                other and other()
             for _ in range(rounds):
                 for on in (True, False):
                     f.workspaces.enabled = on   # off: fresh buffers, the kept ones stay
                     times[on].append(_one(call))
+                if other:
+                    times["jax"].append(_one(other))
+            if other:
+                wall, cpu, flt = (np.median([t[k] for t in times["jax"]]) for k in range(3))
+                print(f"{name} jax jit: wall {wall * 1e3:7.2f} ms  cpu {cpu * 1e3:7.2f} ms  "
+                      f"minflt {flt:6.0f}")
             for on in (True, False):
                 wall, cpu, flt = (np.median([t[k] for t in times[on]]) for k in range(3))
                 print(f"{name} {target:8s} workspace {'on ' if on else 'off'}: wall "
@@ -56,4 +67,6 @@ def main(rounds: int = 21, names=("W4", "W1", "W7")) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 21, tuple(sys.argv[2:]) or ("W4", "W1", "W7"))
+    args = sys.argv[2:]
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 21,
+         tuple(a for a in args if a != "jax") or ("W4", "W1", "W7"), "jax" in args)
