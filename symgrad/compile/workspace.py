@@ -114,7 +114,7 @@ class Workspaces:
 
     def nbytes(self) -> int:
         """Bytes held by the free workspaces."""
-        return sum(a.nbytes for ws in list(self.free) for a in ws.buffers.values())
+        return sum(a.nbytes for ws in list(self.free) for a in tuple(ws.buffers.values()))
 
 
 def _matmul_into(node, ins: list, parallel: bool, into):
