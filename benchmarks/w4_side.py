@@ -5,9 +5,12 @@ by hand, and JAX jit when it is installed.
 
 ``gap_ms`` (default 0) sleeps between calls: a system's worker threads spin for a while
 after its work (XLA's pool, OpenMP), which slows whichever system runs next on 2 cores.
-Prints the BLAS kernel (threadpoolctl, when installed) and the load average.
+Prints the BLAS kernel (threadpoolctl, when installed), the load average, and beside each
+median wall time the median CPU time (user + system, all threads) and minor page faults of
+one call.
 """
 import os
+import resource
 import sys
 import time
 
@@ -38,21 +41,27 @@ def main(rounds: int = 15, gap_ms: int = 0) -> None:
     except Exception:   # not installed
         calls.pop("jax jit", None)
     times: dict = {k: [] for k in calls}
+    cpu: dict = {k: [] for k in calls}
+    faults: dict = {k: [] for k in calls}
     for c in calls.values():
         c()
         c()
     for _ in range(rounds):
         for k, c in calls.items():
             time.sleep(gap_ms / 1e3)
-            t = time.perf_counter()
+            r, p, t = resource.getrusage(resource.RUSAGE_SELF), time.process_time(), \
+                time.perf_counter()
             c()
             times[k].append(time.perf_counter() - t)
+            cpu[k].append(time.process_time() - p)
+            faults[k].append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - r.ru_minflt)
     ref = "jax jit" if "jax jit" in times else "numpy by hand (BLAS)"
     base = np.median(times[ref])
     print(f"BLAS: {_blas()}; load {os.getloadavg()}; {rounds} rounds")
     for k, ts in times.items():
         m = np.median(ts)
-        print(f"{k:22s} {m * 1e3:7.2f} ms  min {min(ts) * 1e3:7.2f}  ({m / base:.2f}x {ref})")
+        print(f"{k:22s} {m * 1e3:7.2f} ms  min {min(ts) * 1e3:7.2f}  ({m / base:.2f}x {ref})"
+              f"  cpu {np.median(cpu[k]) * 1e3:6.2f} ms  minflt {np.median(faults[k]):5.0f}")
 
 
 if __name__ == "__main__":

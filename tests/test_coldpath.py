@@ -106,3 +106,17 @@ def test_scalar_fast_path_takes_every_way_of_calling(scalar_function):
             f(*args)
     with pytest.raises(TypeError):
         f(0.5, 1.5, 0.25, d=1.0)
+
+
+def test_formula_text_does_not_depend_on_the_symbols_history():
+    """Two equal symbols, one made with every deduced fact spelled out (as sympy's cache
+    may hand back), name the same in the key text; srepr names them differently."""
+    import sympy as sp
+
+    from symgrad.compile.fold import _expr_text
+    x = sp.Symbol("x_key_history", real=True)
+    spelled = sp.Symbol("x_key_history", **x.assumptions0)
+    assert spelled == x and sp.srepr(spelled) != sp.srepr(x)
+    assert _expr_text(sp.sin(spelled) + 2, {}) == _expr_text(sp.sin(x) + 2, {})
+    assert _expr_text(sp.sin(sp.Symbol("x_key_history")) + 2, {}) != \
+        _expr_text(sp.sin(x) + 2, {})

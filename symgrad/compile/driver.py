@@ -22,6 +22,7 @@ from .printer import helpers_used
 from .reuse import merged_inputs, one_array, reuse_plan
 from .templates import FASTMATH, OPTIONS, checks_trig, loop_source, quoted, split_body_source
 from .vecmath import FORMS
+from .workspace import WorkspacePlan
 
 PARALLEL_THRESHOLD = 1 << 15   # below this many elements a parallel kernel runs serially
 
@@ -67,6 +68,7 @@ class ModuleWriter:
         self.pooled = self.parallel
         self.chunk_loops: set = set()
         self.reuse = reuse_plan(plan, lambda k: not checks_trig(lowered[k.index], math))
+        self.workspace = WorkspacePlan(plan, self.reuse)   # temporaries kept between calls
         self.aliases: list = []
         for lk in lowered:
             if lk.texts is not None:   # straight kernels: module functions as globals
@@ -228,11 +230,14 @@ class ModuleWriter:
                 self.step(unit)
         self.emit_return()
         body = ["    " + line for line in self.lines[1:]]
-        return "\n".join([(fast or self.lines)[0]] + fast[1:] + ["    try:"] + body + [
+        kept = self.workspace is not None and self.workspace.used()   # workspace.py
+        return "\n".join([(fast or self.lines)[0]] + fast[1:] + ["    ws_ = take_()"] * kept +
+                         ["    try:"] + body + [
             "    except Fallback_:",
             "        return reference_(args)",
             "    except NumbaError_ as exc:",
-            "        raise compile_error_(exc) from None"])
+            "        raise compile_error_(exc) from None"] + ["    finally:",
+                                                          "        give_(ws_)"] * kept)
 
     def check_arguments(self) -> None:
         """The lines checking each argument (a target's writer may write its own)."""
@@ -281,6 +286,7 @@ class ModuleWriter:
         return "[" + ", ".join(items) + "]"
 
     single = False
+    workspace = None   # WorkspacePlan (set by __init__; the cuda writer keeps none)
 
     def fresh_values(self) -> set:
         fresh = set()
@@ -381,14 +387,14 @@ class ModuleWriter:
                 if acc.is_param:
                     shape = _tuple(map(str, o.node.shape)) if is_fully_known(o.node.shape) \
                         else f"{self.value_of(o.like)}.shape"
-                    alloc = "np.zeros" if acc.mode == "scatter" else "np.empty"
-                    lines.append(f"{name} = {alloc}({shape}, np.{o.node.dtype.name})")
+                    alloc = "zeros" if acc.mode == "scatter" else "empty"
+                    lines.append(f"{name} = " + self.alloc(k, j, alloc, shape, o.node))
                 continue
             if acc.mode == "store":
                 dead = self.reuse.get((i, j))
                 lines.append(f"{name} = {self.value_of(dead)}  # the dead buffer of "
                              f"{quoted(dead.name)}" if dead is not None else
-                             f"{name} = np.empty({sh}, np.{o.node.dtype.name})")
+                             f"{name} = " + self.alloc(k, j, "empty", sh, o.node))
                 continue
             keep = _tuple(("1" if a in o.axes else f"{sh}[{a}]") for a in range(k.rank))
             if acc.chunked:
@@ -396,6 +402,19 @@ class ModuleWriter:
             alloc = "np.empty" if acc.mode == "suffix" else "np.zeros"
             lines.append(f"{name} = {alloc}({keep}, {_acc_dtype(o)})")
         return lines
+
+    def alloc(self, k: Kernel, j: int, fill: str, shape: str, node) -> str:
+        """``np.empty(shape, dtype)`` (or ``zeros``), from the call's workspace when the
+        buffer is a large temporary never returned (``workspace.py``)."""
+        dtype = f"np.{node.dtype.name}"
+        size = None
+        if is_fully_known(node.shape):
+            size = node.dtype.itemsize
+            for d in node.shape:
+                size *= d
+        line = None if self.workspace is None else \
+            self.workspace.alloc((k.index, j), node, fill, shape, dtype, size)
+        return line or f"np.{fill}({shape}, {dtype})"
 
     def finish_outputs(self, k: Kernel, only=None) -> None:
         i, sh = k.index, f"sh{k.index}"
@@ -433,7 +452,10 @@ class ModuleWriter:
         v = f"v{node.index}"
         ins = [self.value_of(i) for i in node.inputs]
         form = (PARALLEL_STEP_FORMS if self.parallel else STEP_FORMS).get(node.op)
-        line = form(node, ins) if form is not None else None
+        line = None if self.workspace is None else \
+            self.workspace.step(step, ins, self.parallel)   # into a kept buffer
+        if line is None:
+            line = form(node, ins) if form is not None else None
         if line is None:
             line = f"S{node.index}({', '.join(ins)})"
         self.emit(f"{v} = {line}  # {node.op.name} {quoted(node.name)}")

@@ -38,7 +38,8 @@ from .gather import gather_axes
 from .hoist import hoist_lines
 from .lower import lower_kernel
 from .masks import loop_masks, mask_band, predicate
-from .nest import Nest, nest_masks, nest_rejections, nest_symmetry
+from .nest import (Nest, flat_pair_notes, gate_text, nest_factors, nest_gate, nest_masks,
+                   nest_rejections, nest_symmetry)
 from .oprules import VIEWS
 from .regions import Kernel, Plan, Step
 from .targets import get as get_target
@@ -255,6 +256,10 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
         lines.append("hoisted out of broadcast axes (computed once per element of the "
                      "smaller shape):")
         lines += hoist_lines(hoisted)
+    flat = flat_pair_notes(plan) if nesting else []
+    if flat:
+        lines.append("flat pair loops:")
+        lines += [f"  {f}" for f in flat]
     masks = [] if get_target(target).device else _flat_mask_lines(plan)   # host loop templates
     if masks:
         lines.append("constant masks read as index predicates:")
@@ -282,6 +287,14 @@ def _nest_lines(nests: list) -> list:
             lines.append(f"  nest {n.index} visits only the (i0, i1) of {shape} with "
                          f"{predicate(bands[skip][0], 'i0', 'i1')}: the constant mask "
                          f"{_name(n.outer, skip)!r} drops the others, which add exactly 0")
+        gate = nest_gate(n, lowered)
+        if gate is not None:
+            lines.append(f"  nest {n.index} skips the pairs where {gate_text(n, gate)} is False "
+                         "(a where() cutoff; they add exactly 0): they cost the pre sums and "
+                         "that test only")
+        for x, (r, c) in nest_factors(n).items():
+            lines.append(f"  nest {n.index} reads the constant {_name(n.outer, x)!r} as its "
+                         f"column {c} times its row {r} (an outer product; no (N, N) read)")
         for x, (b, _, _) in bands.items():
             lines.append(f"  nest {n.index} reads the constant {_name(n.outer, x)!r} as "
                          f"{predicate(b, 'i0', 'i1')} (no (N, N) read)")

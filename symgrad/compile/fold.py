@@ -136,14 +136,20 @@ def _expr_text(expr, memo: dict) -> str:
     canonical order, ``srepr`` for atoms (a symbol's assumptions, a number's digits);
     about 4x faster than ``srepr`` of the whole, which orders terms by printing them.
 
-    >>> t = sp.Symbol("t_expr_text", real=True)   # a name no other test gives sympy's cache
-    >>> _expr_text(sp.sin(t) + 2, {})
-    "Add(Integer(2),sin(Symbol('t_expr_text', real=True)))"
+    >>> x = sp.Symbol("x", real=True)
+    >>> _expr_text(sp.sin(x) + 2, {})[:37]
+    "Add(Integer(2),sin(Symbol('x',commuta"
     """
     text = memo.get(id(expr))   # by identity: no sympy equality between 2 and 2.0
     if text is None:
         if not isinstance(expr, sp.Basic):
             text = repr(expr)
+        elif isinstance(expr, sp.Symbol) and not isinstance(expr, sp.Dummy):
+            # the closure of its given assumptions: srepr prints whatever a symbol's
+            # cache holds (an unpickled symbol lists every deduced fact), so the same
+            # symbol would name differently with the process's history
+            facts = ",".join(f"{k}={v}" for k, v in sorted(expr.assumptions0.items()))
+            text = f"{type(expr).__name__}({expr.name!r},{facts})"
         elif not expr.args:
             text = sp.srepr(expr)
         else:

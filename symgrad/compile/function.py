@@ -117,7 +117,7 @@ def plan_pass(ctx: Context) -> str:   # cuda runs getitem_grad as steps
 def nests_pass(ctx: Context) -> str:
     if not ctx.spec.nests:
         return f"none: target {ctx.spec.name!r} has no loop nests"
-    ctx.plan = nest_plan(ctx.plan)
+    ctx.plan = nest_plan(ctx.plan, pair_loops=not ctx.spec.device)
     nests = [u for u in ctx.plan.units if isinstance(u, Nest)]
     return f"{len(nests)} loop nest{'s' * (len(nests) != 1)}" + \
         (f" over kernels {', '.join(str(k.index) for n in nests for k in n.kernels)}"

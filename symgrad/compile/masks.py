@@ -119,10 +119,10 @@ def vanishes(lowered, values: dict) -> list:
     env = dict(values)
     for sym, expr in lowered.replacements:
         env[sym] = expr.subs(env)
-    return [_is_zero(sp.sympify(r).subs(env)) for r in lowered.results]
+    return [is_zero(sp.sympify(r).subs(env)) for r in lowered.results]
 
 
-def _is_zero(expr) -> bool:
+def is_zero(expr) -> bool:
     """Exactly 0, reading the lowering's literal symbols (``Symbol('0.0')``) as numbers."""
     literals = {}
     for s in expr.free_symbols:
@@ -165,3 +165,32 @@ def loop_masks(lowered, indexes: list, sums_only: bool) -> tuple:
                 kept = b
                 break
     return {k: read_text(mb, "i0", "i1", kept) for k, mb in found.items()}, kept
+
+
+def outer_factors(node, index: str) -> Optional[tuple]:
+    """``(r, c)`` when kernel input ``node``, read at ``[i0, i1]``, is a 2-D float64
+    constant with ``value[r, c] == 1`` and ``value[i, j] == value[i, c] * value[r, j]``
+    for every element (exactly: one multiplication, as the loop computes it): an outer
+    product such as the folded charges ``q[:, None] * q[None, :]``. A loop then reads
+    ``x[i0, c] * x[r, i1]``, a column and a row, instead of ``n x n`` values.
+
+    >>> class Node:
+    ...     value = np.multiply.outer([1.0, -1.0, 2.0], [1.0, 3.0, -1.0])
+    >>> outer_factors(Node, "[i0, i1]")
+    (0, 0)
+    >>> Node.value = np.arange(9.0).reshape(3, 3)
+    >>> outer_factors(Node, "[i0, i1]") is None
+    True
+    """
+    value = getattr(node, "value", None)
+    if index != "[i0, i1]" or not isinstance(value, np.ndarray) or \
+            value.dtype != np.float64 or value.ndim != 2 or value.size < 4:
+        return None
+    ones = np.argwhere(value == 1.0)
+    if not len(ones):
+        return None
+    r, c = (int(k) for k in ones[0])
+    with np.errstate(all="ignore"):
+        same = np.array_equal(np.multiply.outer(value[:, c], value[r, :]), value)
+    return (r, c) if same else None
+

@@ -34,17 +34,22 @@ slots as in the flat templates, so no two threads write one element.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import numpy as np
 import sympy as sp
 
 from ..shapes import is_fully_known
-from .masks import mask_band, read_text, row_range, vanishes
+from .masks import (complement, is_zero, mask_band, outer_factors, read_text, row_range,
+                    vanishes)
+from .lower import _in_dependency_order as in_dependency_order
+from .lower import lower_kernel
 from .oprules import S
+from .powers import power_chains
+from .printer import number
 from .regions import Kernel, Plan, Step
-from .templates import OPTIONS, input_access
+from .templates import OPTIONS, body_source, input_access
 
 INNER_MAX = 16   # longest trailing axis that is unrolled into a nest
 
@@ -84,7 +89,8 @@ class Nest:
 
     @property
     def inner(self) -> int:
-        return (self.pre or self.post)[0].shape[-1]
+        """The trailing axis of the pre and post kernels (1 for a nest of one kernel)."""
+        return (self.pre or self.post)[0].shape[-1] if self.pre or self.post else 1
 
     def written(self, kernel: Kernel) -> list:
         """(j, output) of ``kernel`` that the nest writes to an array."""
@@ -94,8 +100,10 @@ class Nest:
                 if not (kernel is self.outer and not o.is_reduction and id(o.node) in self.hidden)]
 
 
-def nest_plan(plan: Plan) -> Plan:
-    """The plan with every matching pre/outer/post group replaced by one ``Nest``."""
+def nest_plan(plan: Plan, pair_loops: bool = True) -> Plan:
+    """The plan with every matching pre/outer/post group replaced by one ``Nest``, and
+    (``pair_loops``: host targets) each flat pair kernel that a nest's rules speed up by a
+    nest of that kernel alone (``_pair_loop``)."""
     units = plan.units
     position = {id(u): k for k, u in enumerate(units)}
     producer: dict = {}
@@ -112,7 +120,8 @@ def nest_plan(plan: Plan) -> Plan:
     for outer in [u for u in units if isinstance(u, Kernel)]:
         if id(outer) in used or not _flat(outer, outer.rank) or not outer.rank:
             continue
-        nest = _match(outer, graph, producer, position, wanted, used)
+        nest = _match(outer, graph, producer, position, wanted, used) or \
+            (_pair_loop(outer) if pair_loops else None)
         if nest is None:
             continue
         nests[id(outer)] = nest
@@ -204,6 +213,33 @@ def _match_post(nest: Nest, graph, producer: dict, position: dict, wanted: set,
             nest.hidden.add(id(c))
 
 
+_ROW_VIEW_1 = (slice(None), None)    # x[:, None]
+_COL_VIEW_1 = (None, slice(None))    # x[None, :]
+
+
+def _pair_loop(outer: Kernel) -> Optional[Nest]:
+    """A nest of ``outer`` alone: a square rank-2 kernel whose outputs are all row, column
+    or total sums, whose inputs are views ``x[:, None]``, ``x[None, :]`` and constants
+    (the pair sum written by components, ``dx = x[:, None] - x[None, :]``, ...), when one
+    of the nest's rules pays: the symmetric ``i0 <= i1`` loop, a triangular mask's skip or
+    a cutoff's gate (otherwise the flat loop does as well)."""
+    if outer.rank != 2 or outer.shape[0] != outer.shape[1] or \
+            len(outer.nodes) > SPECIALISE_NODES or \
+            any(not o.is_reduction or o.mean or tuple(o.axes) not in ((0,), (1,), (0, 1))
+                for o in outer.outputs):
+        return None
+    for i in outer.inputs:
+        key = i.attrs.get("key") if i.op is S.getitem else None
+        if key not in (_ROW_VIEW_1, _COL_VIEW_1) and getattr(i, "value", None) is None:
+            return None
+    nest = Nest(outer)
+    lowered = {outer.index: lower_kernel(outer)}
+    if nest_symmetry(nest, lowered) or nest_masks(nest, lowered)[1] is not None or \
+            nest_gate(nest, lowered) is not None:
+        return nest
+    return None
+
+
 def _ready(node, producer: dict, position: dict, start: int) -> bool:
     """Whether ``node`` is a source, a constant or computed by a unit before ``start``."""
     unit = producer.get(id(node))
@@ -249,7 +285,7 @@ def nest_outputs(nest: Nest, parallel: bool) -> list:
             else:
                 mode = "array"
             chunked = parallel and 0 in outer_axes
-            if nest.mirror and kernel is not nest.outer:   # rows and columns get mirrors
+            if nest.mirror and axes != {0, 1}:   # rows and columns get mirrors
                 mode, chunked = "array", parallel
             outs.append(NestOutput(kernel, j, mode, level, chunked, has_inner))
     return outs
@@ -282,20 +318,26 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
     bands, skip = nest_masks(nest, lowered)
     kept = bands[skip][0] if skip is not None else None
     nest.mirror = nest_symmetry(nest, lowered) if skip is None else {}
+    points: list = []   # the gate and specialised outer point functions, before the loop
+    gate = nest_gate(nest, lowered)
+    if gate is not None:
+        points.append(gate_source(nest, lowered, gate, f"{name}_gate"))
     outs = nest_outputs(nest, parallel)
     params = (["nc"] if parallel else []) + [f"n{j}" for j in range(r)] + \
         [arg[id(n)] for n in inputs] + [o.name for o in outs]
     lines[1] = f"def {name}({', '.join(params)}):"
     for x, mb in bands.items():   # constant masks read as index predicates
         local[x] = read_text(mb, "i0", "i1", kept)
+    for x, (r0, c0) in nest_factors(nest).items():   # outer products: a column and a row
+        local[x] = f"({arg[x]}[i0, {c0}] * {arg[x]}[{r0}, i1])"
 
     def emit(depth: int, text: str) -> None:
         lines.append("    " * depth + text)
 
-    def call(depth: int, kernel: Kernel, values: list, k=None) -> None:
+    def call(depth: int, kernel: Kernel, values: list, k=None, point=None) -> None:
         target = ", ".join(values) + ("," if len(values) == 1 else "")
         reads = point_reads(kernel, local, arg, r, k)
-        emit(depth, f"{target} = _k{kernel.index}_point({', '.join(reads)})")
+        emit(depth, f"{target} = {point or f'_k{kernel.index}_point'}({', '.join(reads)})")
 
     def value(kernel: Kernel, node, k=None) -> str:
         j = [id(s) for s in lowered[kernel.index].sources].index(id(node))
@@ -324,20 +366,36 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
                 for k, s in enumerate(locals_of(o)):
                     emit(depth, f"{o.name}[{index(o, k if o.inner else None, True)}] = {s}")
 
-    def body(depth: int) -> None:
+    def outer_point(values: dict) -> str:
+        """The outer point function for a part of the loop where the masks are ``values``."""
+        sk = specialised(nest, lowered, values)
+        if sk is None:
+            return f"_k{nest.outer.index}_point"
+        fn = f"{name}_o{len(points)}"
+        points.append(body_source(sk, fn, NEST_MATH, trig=False))
+        return fn
+
+    def body(depth: int, point: str = f"_k{nest.outer.index}_point") -> int:
+        """The pair's pre sums, gate, outer and post calls; the depth of what follows."""
         for kernel in nest.pre:
             total = f"p{kernel.index}"
             for k in range(inner):
                 call(depth, kernel, [f"{total}_{k}"], k)
             emit(depth, f"{total} = " + " + ".join(f"{total}_{k}" for k in range(inner)))
             local[id(kernel.outputs[0].node)] = total
-        call(depth, nest.outer, [value(nest.outer, s) for s in lowered[nest.outer.index].sources])
+        if gate is not None:   # pairs outside the cutoff add exactly 0: skip them
+            reads = point_reads(nest.outer, local, arg, r)
+            emit(depth, f"if {name}_gate({', '.join(reads)})[0]:")
+            depth += 1
+        call(depth, nest.outer, [value(nest.outer, s) for s in lowered[nest.outer.index].sources],
+             point=point)
         for x, c in nest.links.items():
             local[x] = value(nest.outer, c)
         for kernel in nest.post:
             for k in range(inner):
                 call(depth, kernel, [value(kernel, s, k) for s in lowered[kernel.index].sources],
                      k)
+        return depth
 
     if nest.mirror:   # i0 <= i1 only: each off-diagonal pair stands for (i0, i1) and (i1, i0)
         rows = {(p, j) for p, j in nest.mirror.values()}
@@ -349,7 +407,17 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
         open_level(depth, 0)
         emit(depth, f"for i0 in range({'c, n0, nc' if parallel else 'n0'}):")
         depth += 1
-        posts = [o for o in outs if o.kernel is not nest.outer]
+        def total(o: NestOutput) -> bool:   # a sum over every pair (checked)
+            return o.kernel is nest.outer and set(o.kernel.outputs[o.j].axes) == {0, 1}
+
+        def ks(o: NestOutput) -> list:   # (inner index, its subscript) per value
+            return [(None, "")] if o.kernel is nest.outer else \
+                [(k, f", {k}") for k in range(inner)]
+
+        # a column sum equals its paired row sum (C[j] = sum_i e_col(i, j) = sum_i
+        # e_row(j, i) = R[j]): the loop adds into the rows only, and copies them after
+        posts = [o for o in outs if not total(o) and (o.kernel.index, o.j) in rows]
+        cols = [o for o in outs if not total(o) and (o.kernel.index, o.j) not in rows]
         for o in posts:
             for k in range(inner):
                 emit(depth, f"m{o.kernel.index}_{o.j}_{k} = 0.0")
@@ -360,30 +428,37 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
             else:
                 emit(at, "for i1 in range(i0 + 1, n1):")
                 at += 1
-            body(at)
+            fixed = {x: a if (b[0] == "==") == diagonal else other
+                     for x, (b, a, other) in bands.items()}
+            for x, v in fixed.items():   # eye / ~eye: a literal on each part
+                local[x] = repr(v)
+            at = body(at, outer_point(fixed))
             for o in outs:
-                if o.kernel is nest.outer:   # a sum over every pair (checked)
+                if total(o):
                     e = value(o.kernel, o.kernel.outputs[o.j].source)
                     emit(at, f"{locals_of(o)[0]} += {e if diagonal else f'2.0 * ({e})'}")
                     continue
                 pi = o.kernel.index
-                for k in range(inner):
+                for n, (k, sub) in enumerate(ks(o)):
                     e = value(o.kernel, src[(pi, o.j)], k)
                     if (pi, o.j) in rows:   # row i0 sums over i1: a local
-                        emit(at, f"m{pi}_{o.j}_{k} += {e}")
+                        emit(at, f"m{pi}_{o.j}_{n} += {e}")
                         continue
                     row = nest.mirror[(pi, o.j)]
-                    emit(at, f"{o.name}[{chunk}0, i1, {k}] += {e}")
-                    if not diagonal:   # mirrors: row i1 gets e_col(i0, i1), column i0 gets
-                        mirror = value(o.kernel, src[row], k)   # e_row(i0, i1)
-                        emit(at, f"r{row[0]}_{row[1]}[{chunk}i1, 0, {k}] += {e}")
-                        emit(at, f"m{pi}_{o.j}_{k} += {mirror}")
+                    if not diagonal:   # the mirror: row i1 gets e_col(i0, i1) = e_row(i1, i0)
+                        emit(at, f"r{row[0]}_{row[1]}[{chunk}i1, 0{sub}] += {e}")
         for o in posts:
-            for k in range(inner):
-                at = f"{chunk}i0, 0, {k}" if (o.kernel.index, o.j) in rows else f"{chunk}0, i0, {k}"
-                emit(depth, f"{o.name}[{at}] += m{o.kernel.index}_{o.j}_{k}")
+            for n, (k, sub) in enumerate(ks(o)):
+                at = f"{chunk}i0, 0{sub}" if (o.kernel.index, o.j) in rows else f"{chunk}0, i0{sub}"
+                emit(depth, f"{o.name}[{at}] += m{o.kernel.index}_{o.j}_{n}")
         close_level(depth - 1, 0)
-        return "\n".join(lines)
+        if cols:
+            emit(depth - 1, "for i0 in range(n0):")
+        for o in cols:
+            row = nest.mirror[(o.kernel.index, o.j)]
+            for k, sub in ks(o):
+                emit(depth, f"{o.name}[{chunk}0, i0{sub}] = r{row[0]}_{row[1]}[{chunk}i0, 0{sub}]")
+        return "\n\n\n".join(points + ["\n".join(lines)])
 
     depth = 1
     if parallel:
@@ -396,19 +471,9 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
             bounds = row_range(kept, "i0", "n1")
         emit(depth, f"for i{j} in range({bounds}):")
         depth += 1
-    for kernel in nest.pre:
-        total = f"p{kernel.index}"
-        for k in range(inner):
-            call(depth, kernel, [f"{total}_{k}"], k)
-        emit(depth, f"{total} = " + " + ".join(f"{total}_{k}" for k in range(inner)))
-        local[id(kernel.outputs[0].node)] = total
-    o_srcs = lowered[nest.outer.index].sources
-    call(depth, nest.outer, [value(nest.outer, s) for s in o_srcs])
-    for x, c in nest.links.items():
-        local[x] = value(nest.outer, c)
-    for kernel in nest.post:
-        for k in range(inner):
-            call(depth, kernel, [value(kernel, s, k) for s in lowered[kernel.index].sources], k)
+    fixed = {x: a if b == kept else other for x, (b, a, other) in bands.items()
+             if kept is not None and kept in (b, complement(b))}
+    at = body(depth, outer_point(fixed))
     for o in outs:
         src = o.kernel.outputs[o.j].source
         ks = list(range(inner)) if o.kernel is not nest.outer else [None]
@@ -418,17 +483,30 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
             pairs = [(None, " + ".join(value(o.kernel, src, k) for k in ks))]
         for n, (k, e) in enumerate(pairs):
             if o.mode == "store":
-                emit(depth, f"{o.name}[{index(o, k)}] = {e}")
+                emit(at, f"{o.name}[{index(o, k)}] = {e}")
             elif o.mode == "array":
-                emit(depth, f"{o.name}[{index(o, k)}] += {e}")
+                emit(at, f"{o.name}[{index(o, k)}] += {e}")
             elif o.level == r:
-                emit(depth, f"{o.name}[{index(o, k, True)}] = {e}")
+                emit(at, f"{o.name}[{index(o, k, True)}] = {e}")
             else:
-                emit(depth, f"{locals_of(o)[n]} += {e}")
+                emit(at, f"{locals_of(o)[n]} += {e}")
     for j in reversed(range(r)):
         depth -= 1
         close_level(depth, j)
-    return "\n".join(lines)
+    return "\n\n\n".join(points + ["\n".join(lines)])
+
+
+def nest_factors(nest: Nest) -> dict:
+    """{id(node): (r, c)} of the outer kernel's constant outer products
+    (``masks.outer_factors``), read as ``x[i0, c] * x[r, i1]``."""
+    if nest.rank != 2:
+        return {}
+    out = {}
+    for i in nest.outer.inputs:
+        f = outer_factors(i, input_access(i.dims, nest.outer.dims).index)
+        if f is not None:
+            out[id(i)] = f
+    return out
 
 
 def nest_masks(nest: Nest, lowered) -> tuple:
@@ -472,6 +550,10 @@ _ROW_VIEW = (slice(None), None, slice(None))    # P[:, None, :]
 _COL_VIEW = (None, slice(None), slice(None))    # P[None, :, :]
 
 
+def _same(a, b) -> bool:
+    return _same_expr(a, b)
+
+
 def _expanded(lk, j: int):
     env: dict = {}
     for sym, expr in lk.replacements:
@@ -479,9 +561,148 @@ def _expanded(lk, j: int):
     return sp.sympify(lk.results[j]).xreplace(env)
 
 
-def _same(a, b) -> bool:
-    """Equal as expressions (``expand`` of the difference is 0; no ``simplify``)."""
-    return a == b or sp.expand(a - b) == 0
+def gate_source(nest: Nest, lowered, gate, name: str) -> str:
+    """The point function ``name(outer inputs..) -> (gate,)`` of ``nest_gate``."""
+    lk = lowered[nest.outer.index]
+    return body_source(replace(lk, exprs=[gate], replacements=[], results=[gate], printed=None,
+                               texts=None), name, NEST_MATH, trig=False)
+
+
+SPECIALISE_NODES = 64   # the largest outer kernel specialised per part of the loop
+
+
+def specialised(nest: Nest, lowered, values: dict) -> Optional[object]:
+    """The outer kernel's LoweredKernel with its constant masks fixed to ``values``
+    ({id(input node): value on one part of the loop: the diagonal, i0 < i1, the kept
+    band}), or None when nothing changes.
+
+    Fixed masks fold their conditionals away. Then each value is distributed
+    (``expand_mul``, after ``piecewise_fold`` of at most 3 conditions) where that makes it
+    no larger and every base of a half power is a pre sum that sympy proves nonnegative (a
+    sum of squares): ``(-12 g r**-13 - 6 g' r**-7) * 0.5/r`` with ``r = sqrt(r2)`` (the
+    ``sqrt`` forms' gradient) becomes ``-6 g r2**-7 - 3 g' r2**-4``, no square root (the
+    hand loop's ``1/r2``). With ``b >= 0``, ``b**(m/2) * b**(n/2) = b**((m+n)/2)`` holds in
+    IEEE arithmetic up to rounding, ``b = 0`` and ``inf`` included.
+    """
+    outer = nest.outer
+    lk = lowered[outer.index]
+    if len(outer.nodes) > SPECIALISE_NODES or not values or lk.texts is not None:
+        return None
+    env: dict = {}    # bound intermediates (``u<k>``) of long expressions, substituted
+    for sym, expr in lk.replacements:
+        env[sym] = expr.xreplace(env)
+    exprs = [sp.sympify(e).xreplace(env) for e in lk.exprs]
+    fixed = {}
+    for sym, i in zip(lk.symbols, outer.inputs):
+        if id(i) in values:
+            v = values[id(i)]
+            fixed[sym] = sp.true if v is True else sp.false if v is False else number(v)
+    nonneg = set()
+    for pre in nest.pre:
+        sym = lk.symbols[[id(i) for i in outer.inputs].index(id(pre.outputs[0].node))]
+        if _expanded(lowered[pre.index], 0).is_nonnegative:
+            nonneg.add(sym)
+    out = []
+    for e in exprs:
+        e = e.xreplace(fixed)
+        d = _distributed(e, nonneg)
+        out.append(e if d is None else d)
+    reps, reduced = sp.cse(out, symbols=sp.numbered_symbols("t"), order="none")
+    statements, results = power_chains(list(reps), list(reduced))
+    if len(statements) != len(reps):
+        statements = in_dependency_order(statements)
+    return replace(lk, exprs=out, replacements=statements, results=results, printed=None,
+                   texts=None)
+
+
+def _distributed(expr, nonneg: set):
+    """``expand_mul(piecewise_fold(expr))`` when it pays and is exact (``specialised``)."""
+    for pw in expr.atoms(sp.Pow):
+        if not pw.exp.is_integer and pw.base not in nonneg and not pw.base.is_nonnegative:
+            return None
+    if len({c for pw in expr.atoms(sp.Piecewise) for _, c in pw.args}) > 4:
+        return None
+    d = sp.expand_mul(sp.piecewise_fold(expr)) if expr.has(sp.Piecewise) else \
+        sp.expand_mul(expr)
+    for pw in d.atoms(sp.Pow):
+        if not pw.exp.is_integer and pw.base not in nonneg and not pw.base.is_nonnegative:
+            return None
+    calls = _calls(d) <= _calls(expr)   # (1 - e)**2 distributed: exp(x)**2 -> exp(2x)
+    return d if calls and sp.count_ops(d) <= sp.count_ops(expr) else None
+
+
+def _calls(expr) -> int:
+    """The distinct function calls (exp, sqrt's ``Pow`` aside) of ``expr``."""
+    return sum(not isinstance(f, sp.Piecewise) for f in expr.atoms(sp.Function))
+
+
+def gate_text(nest: Nest, gate) -> str:
+    """``nest_gate``'s condition over the outer kernel's input names (for ``explain``)."""
+    names = {sp.Symbol(f"a{k}"): sp.Symbol(i.name) for k, i in enumerate(nest.outer.inputs)}
+    floats = {f: sp.Symbol(repr(float(f))) for f in gate.atoms(sp.Float)}
+    syms = {s: names.get(sp.Symbol(s.name), s) for s in gate.free_symbols}
+    return str(gate.xreplace({**syms, **floats}))
+
+
+GATE_NODES = 200   # the largest outer kernel searched for a gate (expanded expressions)
+
+
+def nest_gate(nest: Nest, lowered) -> Optional[object]:
+    """The condition (a sympy Boolean over the outer kernel's input symbols) outside of
+    which a pair adds exactly 0, when the nest may skip such pairs, else None.
+
+    A ``where(r < rc, f, 0)`` cutoff makes the outer kernel's values Piecewise expressions
+    of one condition. When every written outer value and every link vanishes with that
+    condition False (sympy, on the expanded lowered kernel), every post kernel's values
+    vanish with the links 0, and the nest stores no per-pair value, the loop computes the
+    pre sums, tests the condition and runs the rest of the pair only where it holds (the
+    hand loop's ``if r2 < rc2:``). Conditions on constant masks only are left to
+    ``nest_masks`` and ``nest_symmetry``.
+    """
+    outer = nest.outer
+    lk = lowered[outer.index]
+    if outer.rank != 2 or len(outer.nodes) > GATE_NODES or \
+            any(o.mode == "store" or (o.mode == "local" and o.level == nest.rank)
+                for o in nest_outputs(nest, False)):
+        return None
+    for post in nest.post:
+        links = {s: 0 for s, i in zip(lowered[post.index].symbols, post.inputs)
+                 if id(i) in nest.links}
+        if not all(vanishes(lowered[post.index], links)):
+            return None
+    needed = {id(o.source) for _, o in nest.written(outer)} | \
+        {id(c) for c in nest.links.values()}
+    sources = [id(s) for s in lk.sources]
+    values = [_expanded(lk, sources.index(x)) for x in needed]
+    masks = {lk.symbols[k] for k, i in enumerate(outer.inputs)
+             if mask_band(i, input_access(i.dims, outer.dims).index) is not None}
+    candidates: list = []
+    for v in values:
+        for pw in v.atoms(sp.Piecewise):
+            for _, cond in pw.args:
+                if cond not in candidates and isinstance(cond, sp.logic.boolalg.Boolean) \
+                        and cond is not sp.true and not cond.free_symbols <= masks:
+                    candidates.append(cond)
+    for cond in sorted(candidates, key=sp.count_ops, reverse=True):
+        if all(is_zero(v.xreplace({cond: sp.false})) for v in values):
+            return cond
+    return None
+
+
+def _same_expr(a, b) -> bool:
+    """Equal as expressions (``expand`` of the difference is 0; no ``simplify``). A
+    difference of conditionals on at most 4 conditions is folded into one
+    (``piecewise_fold``) and each branch must expand to 0."""
+    if a == b:
+        return True
+    d = a - b
+    if d.has(sp.Piecewise):
+        if len({c for pw in d.atoms(sp.Piecewise) for _, c in pw.args}) > 4:
+            return False
+        d = sp.piecewise_fold(d)
+        if isinstance(d, sp.Piecewise):
+            return all(sp.expand(e) == 0 for e, _ in d.args)
+    return sp.expand(d) == 0
 
 
 def nest_symmetry(nest: Nest, lowered) -> dict:
@@ -500,7 +721,11 @@ def nest_symmetry(nest: Nest, lowered) -> dict:
        sums over every pair) or into both rows (``nest_source``).
     """
     outer = nest.outer
-    if nest.rank != 2 or outer.shape[0] != outer.shape[1] or not nest.pre or not nest.post:
+    if nest.rank != 2 or outer.shape[0] != outer.shape[1]:
+        return {}
+    if not nest.pre and not nest.post:
+        return _pair_loop_symmetry(nest, lowered)
+    if not nest.pre or not nest.post:
         return {}
     views = {}
     for k in nest.pre + nest.post:
@@ -527,39 +752,137 @@ def nest_symmetry(nest: Nest, lowered) -> dict:
         if not sw or not _same(e, e.xreplace(sw)):
             return {}
     pre_nodes = {id(p.outputs[0].node) for p in nest.pre}
-    for i in outer.inputs:
-        if id(i) in pre_nodes:
-            continue
-        value = getattr(i, "value", None)
-        mb = mask_band(i, input_access(i.dims, outer.dims).index)
-        if mb is not None and mb[0] in (("==", 0), ("!=", 0)):
-            continue
-        if value is None or np.ndim(value) != 2 or \
-                input_access(i.dims, outer.dims).index != "[i0, i1]" or \
-                not np.array_equal(value, np.asarray(value).T):
+    lk = lowered[outer.index]
+    pairs: dict = {}   # views x[:, None], x[None, :] the outer kernel reads (charges)
+    for sym, i in zip(lk.symbols, outer.inputs):
+        view = _vector_view(i, outer)
+        if view is not None:
+            col, base = view
+            if col in pairs.setdefault(base, {}):
+                return {}
+            pairs[base][col] = sym
+        elif id(i) not in pre_nodes and not _symmetric_constant(i, outer):
             return {}
     if any(tuple(o.axes) != (0, 1) for _, o in nest.written(outer)):
         return {}
+    if pairs:   # each outer value the nest uses is unchanged with the views swapped
+        sw = {}
+        for pair in pairs.values():
+            if sorted(pair) != [False, True]:
+                return {}
+            sw[pair[False]], sw[pair[True]] = pair[True], pair[False]
+        sources = [id(x) for x in lk.sources]
+        used = {id(o.source) for _, o in nest.written(outer)} | \
+            {id(c) for c in nest.links.values()}
+        for x in used:
+            e = _expanded(lk, sources.index(x))
+            if not _same(e, e.xreplace(sw)):
+                return {}
     mirror = {}
     for post in nest.post:
-        lk = lowered[post.index]
-        sw = swap(lk, post)
-        sources = [id(x) for x in lk.sources]
-        rows, cols = [], []
-        for j, o in enumerate(post.outputs):
-            if not o.is_reduction or tuple(o.axes) not in ((0,), (1,)):
-                return {}
-            (cols if tuple(o.axes) == (0,) else rows).append(
-                (j, _expanded(lk, sources.index(id(o.source)))))
-        if not sw or len(rows) != len(cols):
+        pairs = _row_column_pairs(post, lowered[post.index], swap(lowered[post.index], post))
+        if pairs is None:
             return {}
-        for j, e in cols:
-            match = next((r for r in rows if _same(e, r[1].xreplace(sw))), None)
-            if match is None:
-                return {}
-            rows.remove(match)
-            mirror[(post.index, j)] = (post.index, match[0])
+        mirror.update(pairs)
     return mirror
+
+
+def _vector_view(i, outer: Kernel) -> Optional[tuple]:
+    """``(is column, key of the vector)`` when outer input ``i`` is one vector read along
+    one pair axis: a view ``x[:, None]`` / ``x[None, :]``, or a constant of shape
+    ``(N, 1)`` / ``(1, N)`` (such a view folded); the key pairs the two reads of a vector."""
+    key = i.attrs.get("key") if i.op is S.getitem else None
+    if key in (_ROW_VIEW_1, _COL_VIEW_1) and len(i.inputs) == 1:
+        return key == _COL_VIEW_1, id(i.inputs[0])
+    value = getattr(i, "value", None)
+    index = input_access(i.dims, outer.dims).index
+    if value is not None and np.ndim(value) == 2 and index in ("[i0, 0]", "[0, i1]"):
+        v = np.ascontiguousarray(value, dtype=np.float64).ravel()
+        return index == "[0, i1]", ("const", v.tobytes())
+    return None
+
+
+def _symmetric_constant(i, outer: Kernel) -> bool:
+    """Whether outer input ``i`` is a constant equal to its transpose (eye and ~eye masks
+    read as predicates included) or read the same at every pair."""
+    index = input_access(i.dims, outer.dims).index
+    value = getattr(i, "value", None)
+    if value is None:
+        return False
+    if "i0" not in index and "i1" not in index:
+        return True
+    mb = mask_band(i, index)
+    if mb is not None and mb[0] in (("==", 0), ("!=", 0)):
+        return True
+    return np.ndim(value) == 2 and index == "[i0, i1]" and \
+        np.array_equal(value, np.asarray(value).T)
+
+
+def _row_column_pairs(kernel: Kernel, lk, sw: dict, totals: bool = False,
+                      canon: Optional[dict] = None) -> Optional[dict]:
+    """{(kernel index, column sum j): (kernel index, row sum j')} when every output of
+    ``kernel`` is a row or column sum (or, with ``totals``, a sum over every pair that is
+    unchanged by the swap ``sw``) and the column values are the row values with the
+    operands swapped; else None. ``canon``: a substitution applied to both sides of each
+    comparison (``_pair_loop_symmetry``)."""
+    canon = canon or {}
+
+    def _same(a, b) -> bool:
+        return _same_expr(a.xreplace(canon), b.xreplace(canon))
+
+    sources = [id(x) for x in lk.sources]
+    rows, cols = [], []
+    for j, o in enumerate(kernel.outputs):
+        axes = tuple(o.axes) if o.is_reduction else None
+        e = _expanded(lk, sources.index(id(o.source)))
+        if totals and axes == (0, 1):
+            if not sw or not _same(e, e.xreplace(sw)):
+                return None
+            continue
+        if axes not in ((0,), (1,)):
+            return None
+        (cols if axes == (0,) else rows).append((j, e))
+    if not sw or len(rows) != len(cols):
+        return None
+    out = {}
+    for j, e in cols:
+        match = next((r for r in rows if _same(e, r[1].xreplace(sw))), None)
+        if match is None:
+            return None
+        rows.remove(match)
+        out[(kernel.index, j)] = (kernel.index, match[0])
+    return out
+
+
+def _pair_loop_symmetry(nest: Nest, lowered) -> dict:
+    """``nest_symmetry`` for a nest of one kernel (``_pair_loop``): each base is read as
+    one row view ``x[:, None]`` and one column view ``x[None, :]``, every other input is a
+    symmetric constant, the total sums are unchanged with all the views swapped and the
+    column sums are the row sums swapped. ``{}`` when there are no row sums to pair
+    (``nest_source`` needs a mirror entry) and no total sum."""
+    outer = nest.outer
+    lk = lowered[outer.index]
+    views: dict = {}
+    for sym, i in zip(lk.symbols, outer.inputs):
+        key = i.attrs.get("key") if i.op is S.getitem else None
+        if key in (_ROW_VIEW_1, _COL_VIEW_1) and len(i.inputs) == 1:
+            views.setdefault(id(i.inputs[0]), {})[key == _COL_VIEW_1] = sym
+        elif not _symmetric_constant(i, outer):
+            return {}
+    sw, canon = {}, {}
+    for k, pair in enumerate(views.values()):
+        if sorted(pair) != [False, True]:
+            return {}
+        sw[pair[False]], sw[pair[True]] = pair[True], pair[False]
+        # x[None, :] = x[:, None] - d: both sides then read differences d, where sympy
+        # folds (-d)**2 to d**2 itself (no expand of powers of sums)
+        canon[pair[True]] = pair[False] - sp.Symbol(f"_d{k}", real=True)
+    if len(views) * 2 != sum(1 for i in outer.inputs if i.op is S.getitem):
+        return {}   # a base read twice the same way
+    pairs = _row_column_pairs(outer, lk, sw, totals=True, canon=canon)
+    if not pairs:
+        return {}
+    return pairs
 
 
 # --- why a kernel stayed flat (for ``explain``) ----------------------------------------
@@ -637,6 +960,24 @@ def nest_rejections(plan: Plan) -> list:
                     out.append(f"nest {u.index} stores {o.node.name!r} {tuple(u.outer.shape)}:"
                                " it is read outside the nest (not only through expand_dims "
                                "by its post kernels)")
+    return out
+
+
+def flat_pair_notes(plan: Plan) -> list:
+    """Pair-shaped rank-2 kernels left flat whose outputs are all sums (no stored value, so
+    ``nest_rejections`` does not list them): one sentence each on what the flat loop does
+    not get (``f.explain()`` lists them under "flat pair loops")."""
+    largest = max([_size(p.shape) for p in plan.graph.placeholders] or [0])
+    out = []
+    for u in plan.units:
+        if isinstance(u, Kernel) and u.rank == 2 and _size(u.shape) > largest and \
+                all(o.is_reduction for o in u.outputs):
+            out.append(f"{_describe(u)} is a flat loop, not a nest: no reduce_sum over a "
+                       "short trailing axis feeds it and no value of it is broadcast back "
+                       "along one (the nest's patterns, e.g. P[:, None, :] - P[None, :, :] "
+                       "summed over the last axis), so the symmetric i0 <= i1 rule and a "
+                       "cutoff's skip do not apply: it visits every ordered pair, or those a "
+                       "triangular constant mask keeps")
     return out
 
 

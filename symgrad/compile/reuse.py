@@ -61,7 +61,7 @@ def _fresh(plan: Plan) -> set:
     return fresh
 
 
-def _groups(plan: Plan) -> dict:
+def view_groups(plan: Plan) -> dict:
     """node index -> the index of the buffer it may share: a step that is not in
     ``FRESH_STEPS`` may return a view of its first input (or of any: all are joined)."""
     root: dict = {}
@@ -80,7 +80,7 @@ def _groups(plan: Plan) -> dict:
 def reuse_plan(plan: Plan, runs_once: Callable[[Kernel], bool]) -> dict:
     """{(kernel index, output position): input node} for each output stored into a dead
     input's buffer. ``runs_once(kernel)``: the driver never re-runs its loop."""
-    groups = _groups(plan)
+    groups = view_groups(plan)
     group = lambda i: groups.get(i, i)   # noqa: E731
     last: dict = {}
     for at, unit in enumerate(plan.units):

@@ -22,6 +22,7 @@ from ..shapes import format_shape
 from .explain import explain
 from .regions import Kernel, Plan, Step
 from .variants import pattern, with_fixed_axes
+from .workspace import Workspaces
 
 
 DISTRIBUTED: dict = {"call_dask": None, "reduce_function": None}
@@ -54,6 +55,20 @@ class CompiledFunction:
 
     def __call__(self, *args):
         return self._run(*args)
+
+    @property
+    def workspaces(self) -> Workspaces:
+        """The large temporaries kept between calls (``compile/workspace.py``):
+        ``.nbytes()`` held, ``.allocated`` buffers allocated so far, ``.enabled``."""
+        return self.module.__dict__["WORKSPACES_"]
+
+    def release_buffers(self) -> int:
+        """Frees the temporaries this function keeps between calls (and its variants');
+        returns the bytes released. The next call allocates them again."""
+        held = self.workspaces.release()
+        for variant in self.__dict__.get("_variants", {}).values():
+            held += variant.release_buffers()
+        return held
 
     def _reference(self, args: tuple):
         """Calls that break an assumption of the plan: dask arrays go to
@@ -212,8 +227,10 @@ def bind_runtime(module, plan: Plan, inputs: list) -> None:
     def bind_(args: tuple, kwargs: dict) -> tuple:
         return bind_keywords([p.tensor for p in placeholders], args, kwargs, label())
 
+    pool = ns.get("WORKSPACES_") or Workspaces()   # one per module: its kept temporaries
     ns.update(check_=check_, arity_=arity_, bshape_=bshape_, fallback_=fallback_, bind_=bind_,
-              Fallback_=Fallback, NumbaError_=_numba_errors()[0])
+              Fallback_=Fallback, NumbaError_=_numba_errors()[0], WORKSPACES_=pool,
+              take_=pool.take, give_=pool.give)
 
 
 class Fallback(Exception):

@@ -20,6 +20,9 @@ measured 2-4x slower on a 2-core machine).
 >>> a, b = np.arange(12.0).reshape(4, 3), np.arange(6.0).reshape(3, 2)
 >>> bool(np.array_equal(matmul(a, b, 2, min_work=0), a @ b))
 True
+>>> out = np.empty((4, 2))
+>>> matmul(a, b, 2, out, min_work=0) is out
+True
 """
 
 from __future__ import annotations
@@ -111,21 +114,23 @@ def plan_split(m: int, k: int, n: int, nthreads: int, min_work: int = MIN_WORK) 
     return (axis, parts) if parts >= 2 else (None, 1)
 
 
-def matmul(a, b, nthreads: int, min_work: int = MIN_WORK) -> np.ndarray:
-    """``np.matmul(a, b)`` computed in blocks on ``nthreads`` threads (see the module)."""
+def matmul(a, b, nthreads: int, out=None, min_work: int = MIN_WORK) -> np.ndarray:
+    """``np.matmul(a, b, out=out)`` computed in blocks on ``nthreads`` threads (see the
+    module); ``out``: a C-contiguous array of the product's shape and dtype, or None."""
     if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 2 or b.ndim != 2
             or a.dtype != b.dtype or a.dtype.kind not in "fc" or a.shape[1] != b.shape[0]
             or blas_threads() > 1):
-        return np.matmul(a, b)
+        return np.matmul(a, b, out=out)
     (m, k), n = a.shape, b.shape[1]
     axis, parts = plan_split(m, k, n, nthreads, min_work)
     if axis is None:
-        return np.matmul(a, b)
+        return np.matmul(a, b, out=out)
     blocks = _bounds({"rows": m, "k": k, "cols": n}[axis], parts)
-    if axis == "k":
-        jobs = [(a[:, lo:hi], b[lo:hi], None) for lo, hi in blocks]
+    if axis == "k":   # the first block's product is written into out, the others added
+        jobs = [(a[:, lo:hi], b[lo:hi], out if j == 0 else None)
+                for j, (lo, hi) in enumerate(blocks)]
     else:
-        out = np.empty((m, n), a.dtype)
+        out = np.empty((m, n), a.dtype) if out is None else out
         if axis == "rows":
             jobs = [(a[lo:hi], b, out[lo:hi]) for lo, hi in blocks]
         else:
