@@ -142,7 +142,9 @@ def test_the_hoist_is_in_explain_and_in_the_source(jacobians, broadcasts):
     assert any("exp(" in line and "(127, 127)" in line and "(127,)" in line
                for line in hoisted)
     assert any("cos(" in line for line in hoisted)
-    assert "hoisted out of broadcast axes" in dict((r.name, r.decided) for r in f.passes)["fold"]
+    decided = dict((r.name, r.decided) for r in f.passes)   # no fold on a warm cache hit
+    assert "hoisted out of broadcast axes" in decided.get("fold", "") or \
+        "hit" in decided["warm key"] and f.plan.graph.hoisted
     assert "hoisted out of broadcast axes" not in jacobians[1].explain()
     # the (k, n) kernels call no exp/cos: each is computed in a 1-D kernel
     big = [k.index for k in f.plan.kernels if len(k.shape) == 2]

@@ -17,12 +17,13 @@ from symgrad.distributed import pickling
 from symgrad.outputs import OutputMode
 
 ORDER = ["fold", "plan", "nests", "key", "module", "bind", "numba compile"]
+COLD = ["warm key"] + ORDER + ["warm record"]   # a cold cpu compile (function.WARM, STORE)
 
 
 @pytest.fixture(scope="module")
 def graph():
     x = sg.placeholder("x", shape=(None,))
-    y = sg.reduce_sum(sg.exp(x) * x)
+    y = sg.reduce_sum(sg.exp(x) * x * 1.25)   # a graph of this file only: compiled cold
     return x, y, sg.gradients(y, x)[0]
 
 
@@ -39,14 +40,14 @@ def test_pipeline_is_the_named_passes_in_order():
 
 def test_explain_lists_the_passes_in_order_with_timings(libm_function):
     f = libm_function
-    assert [r.name for r in f.passes] == ORDER
+    assert [r.name for r in f.passes] == COLD
     assert all(r.seconds >= 0 and r.decided for r in f.passes)
     text = f.explain(passes=True)
-    assert text.startswith(f.explain() + "\npasses: 7, ")
+    assert text.startswith(f.explain() + "\npasses: 9, ")
     section = text.split("\npasses: ", 1)[1].splitlines()[1:]
-    assert [line.split("  ")[1].strip() for line in section] == ORDER
+    assert [line.split("  ")[1].strip() for line in section] == COLD
     assert all(line.split()[1].replace(".", "").isdigit() and line.split()[2] == "s"
-               for line in section[:3])
+               for line in section[1:4])
     decided = {r.name: r.decided for r in f.passes}
     assert decided["key"].startswith(f.key[:16]) and "'libm'" in decided["key"]
     assert decided["plan"].startswith("1 kernel, 0 steps") and len(f.plan.kernels) == 1

@@ -32,6 +32,7 @@ from .progress import Phases, progress_stream
 from .regions import Step, build_plan
 from .runtime import CompiledFunction, Fallback, bind_runtime, iteration_shape
 from .targets import NAMES as TARGETS, get as get_target
+from . import warm
 
 __all__ = ["function", "CompiledFunction", "Fallback", "bind_runtime", "iteration_shape",
            "CODEGEN_VERSION", "PIPELINE", "DEVICE_PIPELINE"]
@@ -58,6 +59,45 @@ def _as_inputs(inputs: Any, outputs: list) -> list:
 
 # The pipeline: each pass takes the compile's Context, sets what it computes and returns
 # what it decided (listed by ``f.explain(passes=True)``, docs/compiler.md).
+
+class _Miss(Exception):
+    """The module a warm record names is not in the cache (or does not verify)."""
+
+
+def _no_build() -> str:
+    raise _Miss()
+
+
+def warm_pass(ctx: Context) -> str:
+    """A cache hit without folding: the record under the unfolded graph's key (warm.py)
+    and the verified module it names; on a miss the cold pipeline runs."""
+    key = ctx.extra["graph key"] = warm.graph_key(ctx.inputs, ctx.outputs, ctx.spec.name,
+                                                  ctx.mode, ctx.math)
+    found = warm.load(key, ctx.inputs, ctx.outputs)
+    if found is None:
+        return f"{key[:16]}: miss, compiling"
+    try:
+        ctx.module, ctx.source, _ = cache.load_or_build(found[0], _no_build)
+    except _Miss:
+        return f"{key[:16]}: module {found[0][:16]} not cached, compiling"
+    ctx.key, ctx.plan, ctx.built, ctx.extra["warm"] = found[0], found[1], False, True
+    ctx.extra["fold settings"] = warm.fold_settings()
+    return f"{key[:16]}: hit, module {found[0][:16]} verified; not folded or planned"
+
+
+def store_pass(ctx: Context) -> str:
+    warm.store(ctx.extra["graph key"], ctx.inputs, ctx.outputs, ctx.plan, ctx.key)
+    return f"warm record {ctx.extra['graph key'][:16]} -> module {ctx.key[:16]}"
+
+
+def _replan(ctx: Context):
+    """The plan of a warm function, made when first asked for (explain, distributed)."""
+    again = Context(ctx.inputs, ctx.outputs, ctx.mode, ctx.spec, ctx.math,
+                    Phases("replan", stream=None))
+    with warm.settings_applied(ctx.extra["fold settings"]):
+        run_passes(again, FRONT[:3])
+    return again.plan
+
 
 def fold_pass(ctx: Context) -> str:   # then loop invariants out of broadcast axes (hoist.py)
     ctx.graph, hoisted = hoist_invariants(fold_graph(ctx.outputs, ctx.inputs))
@@ -112,7 +152,8 @@ def bind_pass(ctx: Context) -> str:
     bind_runtime(module, ctx.plan, ctx.inputs)
     # A class per function whose __call__ is the generated driver itself: no extra frame.
     cls = type("CompiledFunction", (CompiledFunction,), {"__call__": staticmethod(module.run)})
-    f = cls(ctx.inputs, ctx.outputs, ctx.spec.name, ctx.plan, module, ctx.source, ctx.key,
+    plan = warm.LazyPlan(lambda: _replan(ctx)) if ctx.extra.get("warm") else ctx.plan
+    f = cls(ctx.inputs, ctx.outputs, ctx.spec.name, plan, module, ctx.source, ctx.key,
             ctx.mode)
     module.__dict__.update(reference_=f._reference, compile_error_=f._compile_error)
     f.cache_hit = not ctx.built
@@ -146,7 +187,11 @@ PIPELINE = FRONT + [
     Pass("numba compile", numba_pass,
          phase=lambda ctx: "numba compile" if ctx.built else "numba load"),
 ]
-"""The cpu targets' passes, in order."""
+"""The cpu targets' passes, in order (after ``WARM``'s miss, then ``STORE``)."""
+WARM = [Pass("warm key", warm_pass, phase=None)]
+"""First for the cpu targets: a hit runs ``WARM_TAIL`` only (no fold, plan or key)."""
+WARM_TAIL = PIPELINE[-2:]
+STORE = [Pass("warm record", store_pass, phase=None)]
 DEVICE_PIPELINE = FRONT + [
     Pass("device module", device_module_pass, phase=lambda ctx: f"{ctx.spec.name} module"),
 ]
@@ -178,7 +223,11 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
     phases = Phases(f"f({', '.join(p.name for p in inputs)}) target={target!r}",
                     **progress_stream(progress))
     ctx = Context(inputs, outputs, mode, spec, math, phases)
-    run_passes(ctx, DEVICE_PIPELINE if spec.device else PIPELINE)
+    if spec.device:
+        run_passes(ctx, DEVICE_PIPELINE)
+    else:
+        run_passes(ctx, WARM)
+        run_passes(ctx, WARM_TAIL if ctx.extra.get("warm") else PIPELINE + STORE)
     f = ctx.function
     f.math, f.compiler, f.passes = math, function, ctx.records
     phases.done()

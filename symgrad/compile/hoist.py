@@ -40,7 +40,7 @@ from ..graph.tensor import Tensor
 from ..ops.symbols import input_symbol
 from .fold import FoldedGraph, LNode, _order
 from .oprules import E
-from .rewrite import _formula, _set_expr
+from .rewrite import _formula, _set_expr, _slot
 
 NEW_KERNEL_MIN = 1 << 15   # elements: a hoist that makes a new kernel pays from here
 ENABLED = True             # tests compare against the unhoisted kernels (set False)
@@ -147,7 +147,7 @@ class _Hoister:
         if not any(axes):
             return False
         inputs = list(node.inputs)
-        symbols = [sp.Dummy(f"h{k}", real=True) for k in range(len(inputs))]
+        symbols = [_slot(k) for k in range(len(inputs))]   # shared: memoised formulas
         slot_of = {s: k for k, s in enumerate(symbols)}
         new_symbol: dict = {}    # new LNode -> its symbol in the rewritten formula
 

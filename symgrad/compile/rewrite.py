@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
 import sympy as sp
 
 from ..ops.symbols import dtype_kind, input_symbol
@@ -42,19 +43,107 @@ def outer_product(tensor, inputs: list, make) -> Optional[object]:
     return make(E.multiply, [a, b])
 
 
+FORMULA_MEMO = 1 << 16   # entries kept by ``_formula``'s memo before it starts afresh
+_FORMULAS: dict = {}
+_POSITIONAL: dict = {}
+_DERIVED: dict = {}      # (what, formula) -> _expensive / subexpression set, per formula
+STATS = {"formulas": 0, "memo hits": 0}
+"""``_formula`` calls that built a sympy tree, and those answered from the memo."""
+
+
+def _positional(k: int, kind: str) -> sp.Symbol:
+    """``input_symbol(k, kind)``, kept: sympy's own cache (1,000 entries) overflows on
+    large graphs and rebuilds the symbol's assumptions each time."""
+    sym = _POSITIONAL.get((k, kind))
+    if sym is None:
+        sym = _POSITIONAL[(k, kind)] = input_symbol(k, kind)
+    return sym
+
+
+def _attr_key(value):
+    """A hashable stand-in for one attribute that equals another only where the formulas
+    are the same (types kept: 2 and 2.0 differ); None for an array (not memoised)."""
+    if isinstance(value, (sp.Basic, np.dtype)):
+        return value
+    if type(value) in (int, str, bool, type(None)):
+        return (type(value), value)
+    if isinstance(value, np.ndarray):
+        return None
+    return (type(value).__name__, repr(value))
+
+
+def _formula_key(node, symbols: list):
+    """What ``_formula(node, symbols)`` is a function of, or None (not memoised)."""
+    attrs = []
+    for name in sorted(node.attrs):
+        value = _attr_key(node.attrs[name])
+        if value is None:
+            return None
+        attrs.append((name, value))
+    ins, used = [], []
+    for i, s in zip(node.inputs, symbols):
+        inlined = i.is_const and i.uniform is not None
+        ins.append((i.dtype, (type(i.uniform).__name__, repr(i.uniform)) if inlined else None))
+        used.append(None if inlined else s)       # an inlined input's symbol is not read
+    return (node.op, tuple(attrs), tuple(ins), tuple(used))
+
+
 def _formula(node, symbols: list) -> sp.Expr:
-    """The node's sympy form over ``symbols`` (uniform constant inputs inlined)."""
+    """The node's sympy form over ``symbols`` (uniform constant inputs inlined).
+
+    Memoised in symgrad's own dict on everything the formula depends on (op, attributes,
+    input dtypes, inlined uniform values, symbols): a large graph builds each distinct
+    formula once, where sympy's 1,000-entry cache would overflow and rebuild them."""
+    key = _formula_key(node, symbols)
+    found = _FORMULAS.get(key) if key is not None else None
+    if found is not None:
+        STATS["memo hits"] += 1
+        return found
+    STATS["formulas"] += 1
     args = [number(i.uniform) if i.is_const and i.uniform is not None else s
             for i, s in zip(node.inputs, symbols)]
-    positional = tuple(input_symbol(k, dtype_kind(i.dtype)) for k, i in enumerate(node.inputs))
-    return sp.sympify(node.op.formula(positional, node.attrs)).xreplace(
+    positional = tuple(_positional(k, dtype_kind(i.dtype)) for k, i in enumerate(node.inputs))
+    formula = sp.sympify(node.op.formula(positional, node.attrs)).xreplace(
         dict(zip(positional, args)))
+    if key is not None:
+        if len(_FORMULAS) >= FORMULA_MEMO:
+            _FORMULAS.clear()
+            _DERIVED.clear()
+        _FORMULAS[key] = formula
+    return formula
 
 
 def _expensive(expr: sp.Expr) -> bool:
     """Worth reading from memory rather than recomputing: a function call, not a power
     or product (reading a stored ``x**2`` costs more than squaring)."""
-    return bool(expr.atoms(sp.Function)) and not expr.has(sp.Piecewise)
+    found = _DERIVED.get(("expensive", expr))
+    if found is None:
+        found = _DERIVED[("expensive", expr)] = \
+            bool(expr.atoms(sp.Function)) and not expr.has(sp.Piecewise)
+    return found
+
+
+def _may_be_expensive(node) -> bool:
+    """Whether the op's formula over plain symbols calls a function: inlining numbers
+    never adds one, so where it does not, no formula of the node is ``_expensive``."""
+    key = _formula_key(node, [None] * len(node.inputs))
+    if key is None:
+        return True
+    template_key = ("template", key[0], key[1], tuple(d for d, _ in key[2]))
+    found = _DERIVED.get(template_key)
+    if found is None:
+        symbols = [_positional(k, dtype_kind(i.dtype)) for k, i in enumerate(node.inputs)]
+        template = sp.sympify(node.op.formula(tuple(symbols), node.attrs))
+        found = _DERIVED[template_key] = bool(template.atoms(sp.Function))
+    return found
+
+
+def _inside(expr: sp.Expr) -> frozenset:
+    """The subexpressions of ``expr`` (itself included), once per distinct formula."""
+    found = _DERIVED.get(("inside", expr))
+    if found is None:
+        found = _DERIVED[("inside", expr)] = frozenset(sp.preorder_traversal(expr))
+    return found
 
 
 def _unary_consumers(node, consumers: dict) -> list:
@@ -85,6 +174,8 @@ def _pattern_table(i, k: int, consumers: dict) -> dict:
     worth reading back (see ``_expensive``)."""
     table: dict = {}
     for pos, t in enumerate(_unary_consumers(i, consumers)):
+        if not _may_be_expensive(t):
+            continue
         pattern = _formula(t, [_slot(k) for _ in t.inputs])
         if _expensive(pattern):
             table.setdefault(pattern, []).append((pos, t))
@@ -105,7 +196,7 @@ def reuse_values(order: list, consumers: dict, expr_op) -> int:
         inputs = list(node.inputs)
         symbols = [_slot(k) for k in range(len(inputs))]
         formula = _formula(node, symbols)
-        inside = set(sp.preorder_traversal(formula))
+        inside = _inside(formula)
         matches, seen = [], {id(node)}
         for k, i in enumerate(node.inputs):
             by_slot = tables.setdefault(id(i), {})
