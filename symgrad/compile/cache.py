@@ -190,12 +190,16 @@ def _prepare(directory: Path) -> None:
 
 
 def _write(path: Path, text: str) -> None:
+    write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path: Path, data: bytes) -> None:
     """Write atomically: a temporary file in the same directory, then ``os.replace`` (which
     also replaces a FIFO, a link or a device planted at ``path``, never writing through it)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
     try:
         try:
-            write_all(fd, text.encode("utf-8"))
+            write_all(fd, data)
         finally:
             os.close(fd)
         os.replace(tmp, path)

@@ -79,6 +79,47 @@ def device_nest_outputs(nest: Nest) -> list:
     return outs
 
 
+def source_register(lowered: dict, kernel: Kernel, node, k=None) -> str:
+    """The register a nest's point call writes ``node`` (a source of ``kernel``) into,
+    for inner index ``k`` (None: the outer kernel's)."""
+    j = [id(s) for s in lowered[kernel.index].sources].index(id(node))
+    return f"e{kernel.index}_{j}" + ("" if k is None else f"_{k}")
+
+
+def point_calls(nest: Nest, lowered: dict, local: dict, arg: dict, rank: int,
+                wrap=None) -> list:
+    """The lines of a device nest's body that call each kernel's point function: the pre
+    kernels summed over the inner index, the outer kernel, the post kernels once per inner
+    index. ``local`` (node id -> register) gains the pre sums and the outer kernel's
+    links; ``wrap(input, text)`` rewrites the read of an input not in ``local``."""
+    point: list = []
+
+    def call(kernel: Kernel, values: list, k=None) -> None:
+        target = ", ".join(values) + ("," if len(values) == 1 else "")
+        texts = point_reads(kernel, local, arg, rank, k)
+        if wrap is not None:
+            texts = [t if id(i) in local else wrap(i, t) for i, t in zip(kernel.inputs, texts)]
+        point.append(f"{target} = _k{kernel.index}_point({', '.join(texts)})")
+
+    def value(kernel: Kernel, node, k=None) -> str:
+        return source_register(lowered, kernel, node, k)
+
+    inner = nest.inner
+    for kernel in nest.pre:
+        total = f"p{kernel.index}"
+        for k in range(inner):
+            call(kernel, [f"{total}_{k}"], k)
+        point.append(f"{total} = " + " + ".join(f"{total}_{k}" for k in range(inner)))
+        local[id(kernel.outputs[0].node)] = total
+    call(nest.outer, [value(nest.outer, s) for s in lowered[nest.outer.index].sources])
+    for x, c in nest.links.items():
+        local[x] = value(nest.outer, c)
+    for kernel in nest.post:
+        for k in range(inner):
+            call(kernel, [value(kernel, s, k) for s in lowered[kernel.index].sources], k)
+    return point
+
+
 def nest_kernel_source(nest: Nest, lowered: dict, name: str) -> str:
     """The ``@cuda.jit`` kernel ``name(n0.., inputs.., outputs..)`` of a nest (lowered:
     kernel index -> LoweredKernel)."""
@@ -99,29 +140,10 @@ def nest_kernel_source(nest: Nest, lowered: dict, name: str) -> str:
     for s, _ in enumerate(sums):
         body.append(f"s{s} = 0.0")
     body.append(f"for i{r - 1} in range(tid, n{r - 1}, bd):")
-    point: list = []
-
-    def call(kernel: Kernel, values: list, k=None) -> None:
-        target = ", ".join(values) + ("," if len(values) == 1 else "")
-        reads = point_reads(kernel, local, arg, r, k)
-        point.append(f"{target} = _k{kernel.index}_point({', '.join(reads)})")
+    point = point_calls(nest, lowered, local, arg, r)
 
     def value(kernel: Kernel, node, k=None) -> str:
-        j = [id(s) for s in lowered[kernel.index].sources].index(id(node))
-        return f"e{kernel.index}_{j}" + ("" if k is None else f"_{k}")
-
-    for kernel in nest.pre:
-        total = f"p{kernel.index}"
-        for k in range(inner):
-            call(kernel, [f"{total}_{k}"], k)
-        point.append(f"{total} = " + " + ".join(f"{total}_{k}" for k in range(inner)))
-        local[id(kernel.outputs[0].node)] = total
-    call(nest.outer, [value(nest.outer, s) for s in lowered[nest.outer.index].sources])
-    for x, c in nest.links.items():
-        local[x] = value(nest.outer, c)
-    for kernel in nest.post:
-        for k in range(inner):
-            call(kernel, [value(kernel, s, k) for s in lowered[kernel.index].sources], k)
+        return source_register(lowered, kernel, node, k)
     slot = {(id(o), k): s for s, (o, k) in enumerate(sums)}
     for o in outs:
         src = o.out.source

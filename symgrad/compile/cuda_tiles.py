@@ -57,7 +57,9 @@ from typing import Optional
 from ..shapes import format_shape
 from .cuda_signatures import decorator
 from .masks import predicate, read_text
-from .nest import Nest, nest_inputs, nest_masks, nest_symmetry, point_reads
+from .cuda_nest import (device_nest_outputs, nest_signature, point_calls,
+                        source_register)
+from .nest import Nest, nest_inputs, nest_masks, nest_symmetry
 from .regions import Kernel
 
 __all__ = ["DeviceRules", "device_rules", "tiled", "device_nest_inputs", "column_pass",
@@ -116,7 +118,6 @@ def _summed(kernel: Kernel, j: int) -> frozenset:
 
 def column_pass(nest: Nest, lowered: dict) -> bool:
     """Whether a tiled nest needs its column pass (a column sum no row sum mirrors)."""
-    from .cuda_nest import device_nest_outputs
     mirror = device_rules(nest, lowered).mirror
     return any(_summed(o.kernel, o.j) == {0} and (o.kernel.index, o.j) not in mirror
                for o in device_nest_outputs(nest))
@@ -172,38 +173,17 @@ def _band_range(kept, own: int, lines: list) -> None:
 
 
 def _pass(nest: Nest, lowered: dict, name: str, own: int) -> str:
-    from .cuda_nest import device_nest_outputs
     rules = device_rules(nest, lowered)
-    inner, other = nest.inner, 1 - own
+    inner = nest.inner
     inputs = [n for n in nest_inputs(nest) if id(n) not in rules.bands]
     arg = {id(n): f"x{k}" for k, n in enumerate(inputs)}
     outs = device_nest_outputs(nest)
     local: dict = {x: read_text(mb, "i0", "i1", rules.kept) for x, mb in rules.bands.items()}
     reads = _Reads(own, name)
-    point: list = []
-
-    def call(kernel: Kernel, values: list, k=None) -> None:
-        target = ", ".join(values) + ("," if len(values) == 1 else "")
-        texts = point_reads(kernel, local, arg, 2, k)
-        args = [t if id(i) in local else reads(i, t) for i, t in zip(kernel.inputs, texts)]
-        point.append(f"{target} = _k{kernel.index}_point({', '.join(args)})")
+    point = point_calls(nest, lowered, local, arg, 2, wrap=reads)
 
     def value(kernel: Kernel, node, k=None) -> str:
-        j = [id(s) for s in lowered[kernel.index].sources].index(id(node))
-        return f"e{kernel.index}_{j}" + ("" if k is None else f"_{k}")
-
-    for kernel in nest.pre:
-        total = f"p{kernel.index}"
-        for k in range(inner):
-            call(kernel, [f"{total}_{k}"], k)
-        point.append(f"{total} = " + " + ".join(f"{total}_{k}" for k in range(inner)))
-        local[id(kernel.outputs[0].node)] = total
-    call(nest.outer, [value(nest.outer, s) for s in lowered[nest.outer.index].sources])
-    for x, c in nest.links.items():
-        local[x] = value(nest.outer, c)
-    for kernel in nest.post:
-        for k in range(inner):
-            call(kernel, [value(kernel, s, k) for s in lowered[kernel.index].sources], k)
+        return source_register(lowered, kernel, node, k)
 
     acc: dict = {}          # (kernel index, j, k) -> register of a row or full sum
     ends: list = []         # (register, output, k, 'row' | 'full' | 'mirror')
@@ -236,7 +216,6 @@ def _pass(nest: Nest, lowered: dict, name: str, own: int) -> str:
 
 
 def _kernel_text(nest, name, own, inputs, outs, rules, reads, point, acc, ends, arg) -> str:
-    from .cuda_nest import nest_signature
     other = 1 - own
     params = ["n0", "n1"] + [arg[id(n)] for n in inputs] + [o.name for o in outs]
     types = {}

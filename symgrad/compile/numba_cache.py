@@ -19,7 +19,7 @@ from typing import Callable, Optional
 
 from numba.core.caching import IndexDataCacheFile, NullCache
 
-from .trust import OPEN_FLAGS, read_all, seal_bytes, unseal_bytes, warn_once
+from .trust import read_regular, seal_bytes, unseal_bytes, warn_once
 
 MAX_NUMBA_FILE_BYTES = 1 << 30     # numba's files are far smaller: larger ones are foreign
 
@@ -164,18 +164,11 @@ class SealedFiles:
     def _read_sealed(self, path: str) -> Optional[bytes]:
         """The verified payload of numba's file ``path``; None if absent or not sealed."""
         try:
-            fd = os.open(path, OPEN_FLAGS)
+            data = read_regular(path, MAX_NUMBA_FILE_BYTES + 1)
         except FileNotFoundError:
             return None
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_NUMBA_FILE_BYTES:
-                payload = None
-            else:
-                payload = unseal_bytes(os.path.basename(path),
-                                       read_all(fd, MAX_NUMBA_FILE_BYTES + 1))
-        finally:
-            os.close(fd)
+        payload = None if data is None or len(data) > MAX_NUMBA_FILE_BYTES else \
+            unseal_bytes(os.path.basename(path), data)
         if payload is None:
             warn_once(path, "numba's cache file cannot be read (not sealed by this user's "
                       "symgrad: truncated, corrupted or foreign); compiled without it",

@@ -201,6 +201,19 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
+def read_regular(path, limit: int) -> Optional[bytes]:
+    """Up to ``limit`` bytes of ``path`` if it is a regular file (opened without following a
+    link and without blocking on a FIFO), None if it is something else; OS errors (absent
+    included) are raised."""
+    fd = os.open(path, OPEN_FLAGS)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return read_all(fd, limit)
+    finally:
+        os.close(fd)
+
+
 def read_all(fd: int, limit: int) -> bytes:
     """Up to ``limit`` bytes of a regular file (non-blocking reads of one return all)."""
     parts, size = [], 0

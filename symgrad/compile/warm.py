@@ -26,9 +26,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import stat
-import tempfile
 from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import Optional
@@ -42,7 +39,7 @@ from . import cache_key
 from .fold import _expr_text, _value_digest
 from .oprules import CONSTANT, PLACEHOLDER
 from .regions import Step
-from .trust import OPEN_FLAGS, read_all, seal_bytes, unseal_bytes, warn_once, write_all
+from .trust import read_regular, seal_bytes, unseal_bytes, warn_once
 
 __all__ = ["graph_key", "store", "load", "LazyPlan"]
 
@@ -156,26 +153,9 @@ def store(key: str, inputs: list, outputs: list, plan, module_key: str) -> None:
     try:
         directory = cache.cache_dir()
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _write_bytes(directory / name, seal_bytes(name, buf.getvalue()))
+        cache.write_bytes(directory / name, seal_bytes(name, buf.getvalue()))
     except OSError:
         return
-
-
-def _write_bytes(path, data: bytes) -> None:
-    """Atomically, as ``cache._write``: a temporary file, then ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        try:
-            write_all(fd, data)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def load(key: str, inputs: list, outputs: list) -> Optional[tuple]:
@@ -183,17 +163,11 @@ def load(key: str, inputs: list, outputs: list) -> Optional[tuple]:
     name = _record_name(key)
     path = cache.cache_dir() / name
     try:
-        fd = os.open(path, OPEN_FLAGS)
+        data = read_regular(path, MAX_RECORD_BYTES + 1)
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = read_all(fd, MAX_RECORD_BYTES + 1)
-    except OSError:
+    if data is None:
         return None
-    finally:
-        os.close(fd)
     payload = None if len(data) > MAX_RECORD_BYTES else unseal_bytes(name, data)
     if payload is None:
         warn_once(path, "is not a record this user's symgrad wrote (truncated, corrupted or "
