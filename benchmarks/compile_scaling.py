@@ -71,8 +71,8 @@ def instrument(times: dict) -> None:
     """Wrap sg.function's passes so that each one's time is recorded."""
     import importlib
 
-    cache = importlib.import_module("symgrad.compile.cache")
-    driver = importlib.import_module("symgrad.compile.driver")
+    cache = importlib.import_module("symgrad.compile.cache.modules")
+    driver = importlib.import_module("symgrad.compile.cpu.driver")
     function = importlib.import_module("symgrad.compile.function")
 
     for phase, name in PASSES.items():
@@ -100,7 +100,7 @@ def measure(kind: str, size: int, llvm: bool = True) -> dict:
     """One case, in this process (run it in a fresh one). ``llvm=False``: bodies lowered
     node by node are numba functions, not LLVM IR (``templates.LLVM_BODIES``)."""
     import symgrad as sg
-    from symgrad.compile import templates
+    from symgrad.compile.codegen import templates
     from symgrad.graph.traversal import topological_order
 
     templates.LLVM_BODIES = llvm

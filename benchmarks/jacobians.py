@@ -14,7 +14,7 @@ when jax imports. ``--rows N,..`` adds the per-row construction that ``sg.jacobi
 before (one ``sg.gradients`` per output entry, stacked) for comparison in the same run.
 
 ``--hoist-variants`` times, by hand in numba, the three ways a ``(k, n)`` loop can treat a
-factor that reads only ``(n,)`` operands (``compile/hoist.py`` chose the second): computed
+factor that reads only ``(n,)`` operands (``compile/plan/hoist.py`` chose the second): computed
 in every row, computed once into a 1-D temporary, or the loops interchanged (columns
 outer, the factor in a register, strided stores).
 

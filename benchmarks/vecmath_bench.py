@@ -3,7 +3,7 @@
     python benchmarks/vecmath_bench.py [--n 1000000] [--functions exp,log] [--no-libm]
                                        [--json benchmarks/results/vecmath.json]
 
-For every function of ``symgrad.compile.vecmath`` it compiles a loop with the generated
+For every function of ``symgrad.compile.kernel_lib.vecmath`` it compiles a loop with the generated
 kernels' flags, once calling the vectorisable form and once calling libm (``math.*``), and
 times it over ``--n`` float64 values in [-2, 2] (log over [1e-3, 1e3]). A plain copy loop
 gives the memory floor, and ``sin+cos`` (both of one argument) should cost about one sin.
@@ -31,9 +31,9 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from symgrad.compile import vecmath as vm  # noqa: E402
+from symgrad.compile.kernel_lib import vecmath as vm  # noqa: E402
 
-FLAGS = {"contract", "afn", "reassoc", "nsz"}   # the generated kernels' flags (compile/templates.py)
+FLAGS = {"contract", "afn", "reassoc", "nsz"}   # the generated kernels' flags (compile/codegen/templates.py)
 LIBM = {"exp": math.exp, "expm1": math.expm1, "log": math.log, "log1p": math.log1p,
         "sin": math.sin, "cos": math.cos, "tanh": math.tanh}
 FUNCTIONS = ["exp", "expm1", "log", "log1p", "sin", "cos", "tanh", "sigmoid", "softplus"]

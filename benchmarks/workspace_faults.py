@@ -1,5 +1,5 @@
 """Minor page faults, CPU time and wall time per call of W1, W4 and W7 with the workspace
-(compile/workspace.py) on and off, interleaved in one process.
+(compile/cpu/workspace.py) on and off, interleaved in one process.
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/workspace_faults.py [rounds] [W4 W1 W7]
                                                                           [jax]

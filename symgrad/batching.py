@@ -169,7 +169,7 @@ LIKE_CONSTANT_MAX = 1 << 24
 def _like(node: Tensor, args: list, batched: tuple, k: int, index: int) -> Tensor:
     """A tensor of shape ``(k,) + like.shape`` for an input read only for its shape: for a
     static shape a bool constant (the compiler fuses a scatter whose ``like`` is known
-    before any kernel runs: ``compile/scatter.py``), else the input repeated along k."""
+    before any kernel runs: ``compile/plan/scatter.py``), else the input repeated along k."""
     like = node.inputs[index]
     if (not batched[index] and is_fully_known(like.shape)
             and k * int(np.prod(like.shape, dtype=np.int64)) <= LIKE_CONSTANT_MAX):

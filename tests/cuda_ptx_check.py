@@ -113,11 +113,11 @@ def _signed(kernel, args: list) -> tuple:
 
 
 def _check_nests(f, name: str) -> int:
-    """Compile each device loop nest of ``f`` (symgrad/compile/cuda_nest.py)."""
+    """Compile each device loop nest of ``f`` (symgrad/compile/cuda/nest.py)."""
     np, cuda, from_dtype, int64, nbtypes = _numba()
-    from symgrad.compile.cuda_nest import device_nest_outputs, nest_inputs
-    from symgrad.compile.cuda_tiles import device_nest_inputs, tiled
-    from symgrad.compile.lower import lower_kernel
+    from symgrad.compile.cuda.nest import device_nest_outputs, nest_inputs
+    from symgrad.compile.cuda.tiles import device_nest_inputs, tiled
+    from symgrad.compile.codegen.lower import lower_kernel
     from symgrad.compile.nest import Nest
 
     count = 0
@@ -139,7 +139,7 @@ def _check_nests(f, name: str) -> int:
 
 def check(sg) -> int:
     np, cuda, from_dtype, int64, nbtypes = _numba()
-    from symgrad.compile.cuda_templates import accumulator_dtype, output_mode
+    from symgrad.compile.cuda.templates import accumulator_dtype, output_mode
 
     count = 0
     for name, inputs, outputs in graphs(sg):

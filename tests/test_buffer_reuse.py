@@ -1,4 +1,4 @@
-"""Kernels storing an output into the buffer of a dead temporary (symgrad/compile/reuse.py):
+"""Kernels storing an output into the buffer of a dead temporary (symgrad/compile/cpu/reuse.py):
 taken where it is safe, refused where it is not, results unchanged, user arrays and
 returned arrays never shared, and ``explain`` tells which buffers were reused."""
 

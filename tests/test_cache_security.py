@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.compile import cache, trust
+from symgrad.compile.cache import modules as cache, trust
 
 
 @pytest.fixture()
@@ -397,7 +397,7 @@ def test_sealed_numba_files_are_loaded_not_recompiled(fresh, monkeypatch):
 
     from numba.core.base import BaseContext
 
-    from symgrad.compile.eager import dispatchers
+    from symgrad.compile.cpu.eager import dispatchers
     x, y = _graph(57.0)
     f = sg.function([x], y)
     _check(f, 57.0)
@@ -423,7 +423,7 @@ def test_a_cached_library_with_an_unknown_symbol_gets_numbas_full_refresh():
     shape takes numba's own path (a full refresh first)."""
     import llvmlite.binding as ll
 
-    from symgrad.compile.numba_cache import _links_without_refresh
+    from symgrad.compile.cache.numba_files import _links_without_refresh
 
     def payload(ir_text):
         bitcode = ll.parse_assembly(ir_text).as_bitcode()
@@ -436,7 +436,7 @@ def test_a_cached_library_with_an_unknown_symbol_gets_numbas_full_refresh():
 
 def test_the_light_load_is_for_cpu_contexts_only():
     """A cache of another target (numba-cuda's) is loaded by numba's own method."""
-    from symgrad.compile.numba_cache import _load_light
+    from symgrad.compile.cache.numba_files import _load_light
 
     class OtherCache:
         def load_overload(self, sig, context):
@@ -452,7 +452,7 @@ def test_numba_cudas_copy_of_the_cache_file_class_is_sealed_too(fresh, tmp_path)
 
     from numba.core import caching
 
-    from symgrad.compile import numba_cache
+    from symgrad.compile.cache import numba_files as numba_cache
 
     class CudaCopy(caching.IndexDataCacheFile):   # stands in for numba-cuda's class
         pass
@@ -607,7 +607,7 @@ def test_a_sealed_numba_file_whose_library_is_broken_degrades(fresh):
     import pickle
     import sys
 
-    from symgrad.compile.numba_cache import SealedCacheFile
+    from symgrad.compile.cache.numba_files import SealedCacheFile
     x, y = _graph(73.0)
     f = sg.function([x], y)
     _check(f, 73.0)

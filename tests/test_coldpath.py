@@ -10,8 +10,8 @@ import pytest
 import sympy as sp
 
 import symgrad as sg
-from symgrad.compile.cache_key import compile_key
-from symgrad.compile.fold import _expr_text, fold_graph
+from symgrad.compile.cache.key import compile_key
+from symgrad.compile.plan.fold import _expr_text, fold_graph
 from symgrad.outputs import OutputMode
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -63,7 +63,7 @@ def test_expr_text_names_numbers_and_symbols_exactly():
 
 _FRESH = """
 import sys, numpy as np, numba
-from symgrad.compile.numba_startup import defer_blas_check
+from symgrad.compile.cpu.numba_startup import defer_blas_check
 defer_blas_check()
 assert "numba.np.arraymath" in sys.modules and "scipy.linalg" not in sys.modules
 assert numba.njit(lambda v: v.sum())(np.ones(3)) == 3.0
@@ -113,7 +113,7 @@ def test_formula_text_does_not_depend_on_the_symbols_history():
     may hand back), name the same in the key text; srepr names them differently."""
     import sympy as sp
 
-    from symgrad.compile.fold import _expr_text
+    from symgrad.compile.plan.fold import _expr_text
     x = sp.Symbol("x_key_history", real=True)
     spelled = sp.Symbol("x_key_history", **x.assumptions0)
     assert spelled == x and sp.srepr(spelled) != sp.srepr(x)

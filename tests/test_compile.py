@@ -154,7 +154,7 @@ def test_none_outputs_and_single_output():
 
 
 def test_compile_error_is_wrapped(monkeypatch):
-    from symgrad.compile import printer
+    from symgrad.compile.printing import printer
     monkeypatch.setitem(printer.BASE_FUNCTIONS, sympy.sin,
                         printer.NumbaForm(template="math.sin({0}, {0}, 'bad')"))
     x = sg.placeholder("x", shape=(3,))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 import symgrad as sg
-from symgrad.compile.fold import fold_graph
-from symgrad.compile.lower import lower_kernel
-from symgrad.compile.regions import build_plan
+from symgrad.compile.plan.fold import fold_graph
+from symgrad.compile.codegen.lower import lower_kernel
+from symgrad.compile.plan.regions import build_plan
 
 
 def chain(levels: int):

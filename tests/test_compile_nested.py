@@ -1,4 +1,4 @@
-"""Loop nests (``compile/nest.py``): reduce -> elementwise -> broadcast chains agree with
+"""Loop nests (``compile/nest/match.py``): reduce -> elementwise -> broadcast chains agree with
 the reference, keep no n x n temporaries, and fall back to the flat plan otherwise."""
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def test_unknown_lengths_keep_the_flat_plan():
 def test_cuda_plan_nests_on_the_device():
     P, E = _pair_potential(6)
     f = sg.function([P], [E] + sg.gradients(E, P), target="cuda")
-    assert _nests(f)     # one device kernel per nest (compile/cuda_nest.py)
+    assert _nests(f)     # one device kernel per nest (compile/cuda/nest.py)
     x = np.random.default_rng(2).uniform(0.0, 3.0, size=(6, 3))
     for got, want in zip(f(x), sg.function([P], [E] + sg.gradients(E, P))(x)):
         np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.compile.regions import Kernel
+from symgrad.compile.plan.regions import Kernel
 
 TARGETS = ["cpu", "parallel"]
 # cuda runs under the simulator on machines without a GPU (tests/conftest.py)
@@ -69,7 +69,7 @@ def test_selection_of_selections_prints_ite(variant, target):
 
 def test_ite_prints_as_a_lazy_conditional():
     import sympy as sp
-    from symgrad.compile.printer import NumbaPrinter
+    from symgrad.compile.printing.printer import NumbaPrinter
     a, b, c = sp.symbols("a b c", real=True)
     expr = sp.ITE(a > 0, b <= a, c <= a)
     text = NumbaPrinter().doprint(expr)
@@ -143,9 +143,9 @@ def test_exact_zero_never_drops_a_nan(target, dtype):
 
 def test_zero_stays_exact_where_no_nan_can_arise():
     """A compared zero, and zero times a selection of numbers, fold as before."""
-    from symgrad.compile.fold import fold_graph
-    from symgrad.compile.lower import lower_kernel
-    from symgrad.compile.regions import build_plan
+    from symgrad.compile.plan.fold import fold_graph
+    from symgrad.compile.codegen.lower import lower_kernel
+    from symgrad.compile.plan.regions import build_plan
     x = sg.placeholder("x", (3,))
     y = sg.reduce_sum(sg.relu(x) * 0.0 + sg.where(x > 0.0, x, 1.0))
     lowered = lower_kernel(build_plan(fold_graph([y, sg.gradients(y, x)[0]], [x])).kernels[0])

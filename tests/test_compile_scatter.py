@@ -85,8 +85,8 @@ def test_scatter_output_also_requested():
 
 
 def test_cuda_plan_keeps_steps():
-    from symgrad.compile.fold import fold_graph
-    from symgrad.compile.regions import build_plan
+    from symgrad.compile.plan.fold import fold_graph
+    from symgrad.compile.plan.regions import build_plan
     x = sg.placeholder("x", shape=(5,))
     f = sg.reduce_sum(x[1:] * x[:-1] ** 2)
     plan = build_plan(fold_graph(sg.gradients(f, x), [x]), scatter=False)

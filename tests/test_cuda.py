@@ -147,7 +147,7 @@ def test_device_arrays_in_device_arrays_out(cuda):
 
 
 def test_cuda_array_interface_objects_are_wrapped(cuda, monkeypatch):
-    from symgrad.compile import cuda_runtime
+    from symgrad.compile.cuda import runtime as cuda_runtime
 
     class Foreign:   # stands in for a CuPy array / torch CUDA tensor
         __cuda_array_interface__ = {"version": 3}
@@ -183,7 +183,7 @@ def test_argument_errors_match_the_cpu_target(cuda):
 
 
 def test_launch_configuration_from_device_properties():
-    from symgrad.compile.cuda_runtime import DeviceLimits, launch_config
+    from symgrad.compile.cuda.runtime import DeviceLimits, launch_config
 
     h100 = DeviceLimits(132, 1024, 32, 2048, False)
     blocks, threads = launch_config(10**8, h100, 256)
@@ -229,7 +229,7 @@ def test_every_kernel_compiles_for_a_real_gpu():
 def test_structural_steps_stay_on_the_device(cuda):
     """Batched matmul, transpose, getitem, reduce_max, cumsum, concat and gather run as
     device steps: device arguments in, device results out, no copy made by symgrad."""
-    from symgrad.compile import cuda_runtime
+    from symgrad.compile.cuda import runtime as cuda_runtime
 
     a = sg.placeholder("a", shape=(2, 3, 4))
     b = sg.placeholder("b", shape=(2, 4, 3))

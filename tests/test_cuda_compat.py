@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy
 import pytest
 
-from symgrad.compile import cuda_compat
+from symgrad.compile.cuda import compat as cuda_compat
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""numba's EMM plugin over CuPy's pool (``compile/cuda_memory.py``): the pure-Python parts,
+"""numba's EMM plugin over CuPy's pool (``compile/cuda/memory.py``): the pure-Python parts,
 with stand-ins for CuPy and numba's driver (no GPU in CI); ``install`` stays off under the
 simulator, without CuPy, and with SYMGRAD_CUDA_EMM=0."""
 
@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from symgrad.compile import cuda_memory
+from symgrad.compile.cuda import memory as cuda_memory
 
 pytestmark = [pytest.mark.cuda]
 
@@ -72,5 +72,5 @@ def test_install_is_off_under_the_simulator_without_cupy_or_when_disabled(monkey
 
 
 def test_the_runtime_does_not_install_it_under_the_simulator():
-    from symgrad.compile import cuda_runtime
+    from symgrad.compile.cuda import runtime as cuda_runtime
     assert cuda_runtime.SIMULATOR and cuda_runtime.POOLED is False

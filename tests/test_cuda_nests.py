@@ -1,4 +1,4 @@
-"""Pair-sum nests on the device (``compile/cuda_tiles.py``): every formulation of
+"""Pair-sum nests on the device (``compile/cuda/tiles.py``): every formulation of
 ``benchmarks/pair_sums.py`` agrees with target="cpu" (values and gradients, NaN included)
 at N=37, so tiles (32 threads under the simulator) and chunks of the other axis have
 remainders; the device nest uses the CPU nest's mask and symmetry rules and says which.
@@ -110,7 +110,7 @@ def test_asymmetric_pairs_two_sets_and_stored_values():
 def test_tile_configuration_fills_the_device(monkeypatch):
     """Row blocks of TILE_THREADS x chunks of the other axis, so that a small N still has
     TILE_BLOCKS_PER_SM blocks per SM; the simulator uses SIM_CHUNKS chunks."""
-    from symgrad.compile import cuda_runtime as rt
+    from symgrad.compile.cuda import runtime as rt
     assert rt.tile_configuration(37, 37) == (2 * rt.SIM_CHUNKS, rt.SIM_THREADS)
     assert rt.tile_configuration(37, 5) == (2, rt.SIM_THREADS)
     h100 = rt.DeviceLimits(132, 1024, 32, 2048, False)

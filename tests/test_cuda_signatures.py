@@ -1,4 +1,4 @@
-"""Generated CUDA kernels carry explicit signatures (``compile/cuda_signatures.py``): on a
+"""Generated CUDA kernels carry explicit signatures (``compile/cuda/signatures.py``): on a
 GPU numba compiles them when the module loads and launches them without typing their
 arguments; under the simulator (which ignores signatures) each kernel holds its parsed
 signature before its first call and every launch checks its arguments against it.
@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.cuda, pytest.mark.compiled,
 
 @pytest.fixture(scope="module")
 def rt():
-    from symgrad.compile import cuda_runtime
+    from symgrad.compile.cuda import runtime as cuda_runtime
     return cuda_runtime
 
 

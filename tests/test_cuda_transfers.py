@@ -34,7 +34,7 @@ def _cases() -> list:
 @pytest.fixture(scope="module")
 def runtime():
     from numba import cuda
-    from symgrad.compile import cuda_runtime
+    from symgrad.compile.cuda import runtime as cuda_runtime
     return cuda, cuda_runtime
 
 
@@ -80,7 +80,7 @@ def test_a_plan_makes_no_host_round_trip(case, runtime):
 
 
 def test_every_structural_op_has_a_device_form():
-    from symgrad.compile.cuda_steps import FORMS, missing_forms
+    from symgrad.compile.cuda.steps import FORMS, missing_forms
     from symgrad.ops.registry import OpDef
 
     assert missing_forms() == []
@@ -147,7 +147,7 @@ def test_every_array_function_of_the_forms_exists_in_cupy():
     from pathlib import Path
 
     cupy = pytest.importorskip("cupy")
-    import symgrad.compile.cuda_steps as steps
+    import symgrad.compile.cuda.steps as steps
 
     text = Path(steps.__file__).read_text()
     names = set(re.findall(r"\bxp\.(\w+)", text))

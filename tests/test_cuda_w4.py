@@ -17,7 +17,7 @@ import symgrad as sg
 from benchmarks.frameworks import _sg_ops
 from benchmarks.workloads import w4_mlp
 from symgrad.compile.nest import Nest
-from symgrad.compile.regions import Kernel, Step
+from symgrad.compile.plan.regions import Kernel, Step
 from symgrad.ops.contraction import records as C
 from symgrad.ops.layout import records as L
 
@@ -99,7 +99,7 @@ def test_w4_driver_launches_those_units_and_explain_says_where(w4):
 def test_w4_values_and_device_results(w4):
     from numba import cuda
 
-    from symgrad.compile import cuda_runtime
+    from symgrad.compile.cuda import runtime as cuda_runtime
 
     f, phs, outs, args = w4
     want = sg.function(phs, outs)(*args)

@@ -5,8 +5,8 @@ import pytest
 from numba.core import event
 
 import symgrad as sg
-from symgrad.compile import cache
-from symgrad.compile.eager import dispatchers, signatures
+from symgrad.compile.cache import modules as cache
+from symgrad.compile.cpu.eager import dispatchers, signatures
 
 
 def compiles_during(call) -> int:

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.compile import rewrite
-from symgrad.compile.fold import fold_graph
-from symgrad.compile.hoist import hoist_invariants
+from symgrad.compile.plan import rewrite
+from symgrad.compile.plan.fold import fold_graph
+from symgrad.compile.plan.hoist import hoist_invariants
 
 
 def _deep(levels: int):

@@ -1,4 +1,4 @@
-"""Loop-invariant hoisting across broadcast axes (symgrad/compile/hoist.py): hoisted
+"""Loop-invariant hoisting across broadcast axes (symgrad/compile/plan/hoist.py): hoisted
 kernels give the unhoisted kernels' values, NaNs and infs (batched Jacobians and Hessians,
 generic broadcast kernels, cpu and parallel), and the hoist is visible in ``explain()``
 and in the generated source."""
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.compile import hoist
+from symgrad.compile.plan import hoist
 
 pytestmark = pytest.mark.compiled
 
@@ -170,7 +170,7 @@ def test_small_kernels_without_a_smaller_loop_are_not_hoisted():
     """No elementwise node of the small shape and a small kernel: no new kernel is made."""
     x = sg.placeholder("x", shape=(16,))
     w = sg.placeholder("w", shape=(8, 16))
-    from symgrad.compile.fold import fold_graph
+    from symgrad.compile.plan.fold import fold_graph
     graph, hoisted = hoist.hoist_invariants(fold_graph([sg.xlogy(w, x)], [x, w]))
     assert hoisted == [] and graph.outputs[0].op.name == "xlogy"
 
@@ -184,7 +184,7 @@ def test_small_kernels_without_a_smaller_loop_are_not_hoisted():
 ])
 def test_what_is_hoisted_from_a_formula(formula, hoisted, rest):
     import sympy as sp
-    from symgrad.compile.fold import fold_graph
+    from symgrad.compile.plan.fold import fold_graph
     from symgrad.ops.elementwise.api import expr
     from symgrad.ops.symbols import input_symbol
     a, b = input_symbol(0, "f"), input_symbol(1, "f")

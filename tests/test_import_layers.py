@@ -89,7 +89,7 @@ def test_ops_families_call_each_other_through_F():
 def test_distributed_builds_on_compile():
     """symgrad.distributed imports the compiler; the compiler reaches it only through the
     hooks it sets (``compile.runtime.DISTRIBUTED``)."""
-    from symgrad.compile.runtime import DISTRIBUTED
+    from symgrad.compile.runtime.compiled import DISTRIBUTED
     from symgrad.distributed import call_dask
     assert [f"{m} -> {n}" for m in MODULES if _in(m, "symgrad.compile")
             for n in _imports(m) if _in(n, "symgrad.distributed")] == []

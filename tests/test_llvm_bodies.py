@@ -7,9 +7,11 @@ import pytest
 from numba.core import event
 
 import symgrad as sg
-from symgrad.compile import cache, cache_key, llvm_body, lower, templates
-from symgrad.compile.eager import dispatchers
-from symgrad.compile.llvm_body import Unsupported, template_ir
+from symgrad.compile.cache import modules as cache, key as cache_key
+from symgrad.compile.codegen.llvm import body as llvm_body
+from symgrad.compile.codegen import lower, templates
+from symgrad.compile.cpu.eager import dispatchers
+from symgrad.compile.codegen.llvm.body import Unsupported, template_ir
 
 IR_BODY = "_k0_point = llvm_body_("
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.compile import templates
+from symgrad.compile.codegen import templates
 
 
 def _wide(terms: int):

@@ -9,7 +9,7 @@ import pytest
 import symgrad as sg
 from benchmarks.workloads import w3_pair_sums as w
 from symgrad.compile.nest import Nest, nest_rejections
-from symgrad.compile.regions import Kernel
+from symgrad.compile.plan.regions import Kernel
 
 pytestmark = pytest.mark.compiled
 

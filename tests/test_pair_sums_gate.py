@@ -194,7 +194,7 @@ def test_vectors_read_along_both_pair_axes_may_be_swapped(name, symmetric):
 
 
 def test_outer_product_constant_is_read_as_a_column_and_a_row():
-    from symgrad.compile.masks import outer_factors
+    from symgrad.compile.plan.masks import outer_factors
 
     class Node:
         value = np.multiply.outer(np.array([-1.0, 1.0, 0.5]), np.array([1.0, -1.0, 4.0]))

@@ -1,5 +1,5 @@
 """Pair sums guarded by constant masks built in numpy (``np.eye``, ``np.triu``, ``np.tril``)
-read the masks as index predicates inside the loop (``compile/masks.py``), skip the pairs
+read the masks as index predicates inside the loop (``compile/plan/masks.py``), skip the pairs
 a triangular mask drops when they add exactly 0, and agree with ``sg.evaluate``."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import symgrad as sg
 from benchmarks import pair_sums as bench
 from benchmarks.workloads import w3_pair_sums as w
-from symgrad.compile.masks import band, complement, mask_band, predicate
+from symgrad.compile.plan.masks import band, complement, mask_band, predicate
 from symgrad.compile.nest import Nest, nest_rejections
 
 pytestmark = pytest.mark.compiled

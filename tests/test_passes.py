@@ -1,5 +1,5 @@
 """sg.function's pipeline as named passes (compile/function.py PIPELINE), reported by
-``f.explain(passes=True)``; the one cache-key function (compile/cache_key.py); the output
+``f.explain(passes=True)``; the one cache-key function (compile/cache/key.py); the output
 mode enum (symgrad/outputs.py); pickling reading the math mode back from the function."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.compile.cache_key import compile_key
-from symgrad.compile.fold import fold_graph
+from symgrad.compile.cache.key import compile_key
+from symgrad.compile.plan.fold import fold_graph
 from symgrad.compile.function import DEVICE_PIPELINE, PIPELINE
 from symgrad.distributed import pickling
 from symgrad.outputs import OutputMode
@@ -92,7 +92,7 @@ def test_output_modes_are_one_enum(graph, libm_function):
 
 
 def test_cuda_runs_the_device_pipeline():
-    from symgrad.compile import cuda_runtime
+    from symgrad.compile.cuda import runtime as cuda_runtime
     if not (cuda_runtime.SIMULATOR or cuda_runtime.cuda.is_available()):
         pytest.skip("no CUDA device or simulator")
     x = sg.placeholder("x", shape=(4,))

@@ -1,4 +1,4 @@
-"""Power chains (``compile/powers.py``): the same values as the plain printed form at
+"""Power chains (``compile/printing/powers.py``): the same values as the plain printed form at
 ordinary and singular points (0, negative, inf, NaN, tiny, huge; float64 and float32), one
 division and one square root per base in the printed kernel, and pair-sum gradients that
 agree with ``sg.evaluate`` and finite differences."""
@@ -12,9 +12,9 @@ import pytest
 import sympy as sp
 
 import symgrad as sg
-import symgrad.compile.lower as lower
+import symgrad.compile.codegen.lower as lower
 from benchmarks.workloads import w3_pair_sums as w
-from symgrad.compile.powers import power_chains
+from symgrad.compile.printing.powers import power_chains
 
 pytestmark = pytest.mark.compiled
 

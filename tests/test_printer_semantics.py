@@ -12,8 +12,8 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from symgrad.compile import support
-from symgrad.compile.printer import NumbaPrinter
+from symgrad.compile.kernel_lib import support
+from symgrad.compile.printing.printer import NumbaPrinter
 
 X, Y = sp.symbols("x y", real=True)
 C = sp.Symbol("c")

@@ -1,4 +1,4 @@
-"""``sqrt(b) <op> c`` compiled as a comparison of ``b`` (``compile/rootcmp.py``) is the same
+"""``sqrt(b) <op> c`` compiled as a comparison of ``b`` (``compile/printing/rootcmp.py``) is the same
 predicate as numpy's at every value: around the threshold (a few ulps either side), at
 0, -0.0, negatives, inf and NaN, in float64 and float32; and a pair sum's cutoff no
 longer takes a square root to decide."""
@@ -14,7 +14,7 @@ import sympy as sp
 
 import symgrad as sg
 from benchmarks.workloads import w3_pair_sums as w
-from symgrad.compile.rootcmp import root_comparisons, threshold
+from symgrad.compile.printing.rootcmp import root_comparisons, threshold
 
 OPS = {"<": (operator.lt, sp.StrictLessThan), "<=": (operator.le, sp.LessThan),
        ">": (operator.gt, sp.StrictGreaterThan), ">=": (operator.ge, sp.GreaterThan)}

@@ -11,7 +11,7 @@ import weakref
 
 import numpy as np
 
-from symgrad.compile.threaded_matmul import matmul, run_chunks
+from symgrad.compile.kernel_lib.threaded_matmul import matmul, run_chunks
 
 
 def _write(c: int, nc: int, out: np.ndarray) -> int:

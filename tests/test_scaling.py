@@ -55,10 +55,10 @@ def compile_counts(kind: str, size: int) -> tuple:
     import sympy as sp
 
     from benchmarks.compile_scaling import build
-    from symgrad.compile.fold import fold_graph
-    from symgrad.compile.lower import lower_kernel
+    from symgrad.compile.plan.fold import fold_graph
+    from symgrad.compile.codegen.lower import lower_kernel
     from symgrad.compile.nest import nest_plan
-    from symgrad.compile.regions import build_plan
+    from symgrad.compile.plan.regions import build_plan
 
     x, y = build(sg, kind, size)
     (g,) = sg.gradients(y, x)

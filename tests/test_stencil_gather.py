@@ -1,4 +1,4 @@
-"""Stencil adjoints as gathers (symgrad/compile/gather.py): gradients of shifted slices
+"""Stencil adjoints as gathers (symgrad/compile/plan/gather.py): gradients of shifted slices
 are written once per element of the buffer, with no zero-fill, and run under prange."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.compile.gather import gather_axes
+from symgrad.compile.plan.gather import gather_axes
 from tests.helpers import compiled_matches_evaluate
 
 pytestmark = pytest.mark.compiled

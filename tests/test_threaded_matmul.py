@@ -1,4 +1,4 @@
-"""The parallel target's threaded matmul (symgrad/compile/threaded_matmul.py): the same
+"""The parallel target's threaded matmul (symgrad/compile/kernel_lib/threaded_matmul.py): the same
 products as np.matmul (to rounding where the contraction is split), every split, odd
 sizes, views, dtypes that fall back, and the generated driver that calls it."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.compile import threaded_matmul as tm
+from symgrad.compile.kernel_lib import threaded_matmul as tm
 
 RNG = np.random.default_rng(7)
 

@@ -290,7 +290,7 @@ SPECIAL = {
 @pytest.mark.parametrize("name", sorted(SPECIAL))
 def test_special_function_accuracy_against_mpmath(name):
     """Error relative to max(|f|, floor): the documented accuracy (elementwise/scalar_math.py)."""
-    from symgrad.compile import support_v2
+    from symgrad.compile.kernel_lib import support_v2
     points, reference, tol, floor = SPECIAL[name]
     with mpmath.workdps(30):
         want = np.array([float(reference(mpmath.mpf(float(v)))) for v in points])
@@ -499,7 +499,7 @@ def test_every_v2_kernel_compiles_for_a_real_gpu():
 @pytest.mark.compiled
 @pytest.mark.parametrize("target", ["cpu", "parallel"])
 def test_a_kernel_with_more_than_30_outputs_and_conditionals_compiles(target):
-    """Regression (compile/templates.py ``_named_results``): numba rejected the point
+    """Regression (compile/codegen/templates.py ``_named_results``): numba rejected the point
     function's return of more than 30 values when one was a conditional expression."""
     xs = [sg.placeholder(f"x{k}", (4,)) for k in range(16)]
     outputs = []

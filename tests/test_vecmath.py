@@ -1,4 +1,4 @@
-"""symgrad.compile.vecmath: accuracy against a 200-bit mpmath reference over wide ranges,
+"""symgrad.compile.kernel_lib.vecmath: accuracy against a 200-bit mpmath reference over wide ranges,
 libm's answers at the special values, and that the loops really vectorise.
 
 Each function runs inside a loop compiled with the generated kernels' own fast-math flags
@@ -15,7 +15,7 @@ import numba
 import numpy as np
 import pytest
 
-from symgrad.compile import vecmath as vm
+from symgrad.compile.kernel_lib import vecmath as vm
 
 KERNEL_FASTMATH = {"contract", "afn", "reassoc", "arcp", "nsz"}
 REFERENCE = {
@@ -239,7 +239,7 @@ def _tanh_prime_forms() -> dict:
     (vector) form, the libm form (support_v2's njit helper: sg.function(math="libm") and
     the CUDA device helper), the numpy form (sg.evaluate and the tape), and the old
     ``1 - tanh**2`` for comparison."""
-    from symgrad.compile import support_v2
+    from symgrad.compile.kernel_lib import support_v2
     from symgrad.ops.elementwise.scalar_math import tanh_prime_numpy
 
     @numba.njit(error_model="numpy", fastmath=KERNEL_FASTMATH)

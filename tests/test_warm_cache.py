@@ -1,4 +1,4 @@
-"""The warm path (compile/warm.py): a cache hit keyed by the unfolded graph runs no fold
+"""The warm path (compile/cache/warm.py): a cache hit keyed by the unfolded graph runs no fold
 or plan pass, and graphs that differ in anything the generated code depends on never
 share a key."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.compile import cache, trust, warm
+from symgrad.compile.cache import modules as cache, trust, warm
 from symgrad.outputs import OutputMode
 
 LIST = OutputMode.LIST
@@ -69,7 +69,7 @@ def test_target_math_and_mode_are_in_the_key():
 
 
 def test_fold_settings_are_in_the_key(monkeypatch):
-    from symgrad.compile import hoist
+    from symgrad.compile.plan import hoist
     before = _key(_graph())
     monkeypatch.setattr(hoist, "ENABLED", not hoist.ENABLED)
     assert _key(_graph()) != before

@@ -1,4 +1,4 @@
-"""Temporaries kept between calls (symgrad/compile/workspace.py): results unchanged with
+"""Temporaries kept between calls (symgrad/compile/cpu/workspace.py): results unchanged with
 and without the workspace, over repeated calls and changing shapes; returned arrays never
 workspace memory; concurrent calls; the steady state allocates no large temporary."""
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.compile import threaded_matmul as tm
-from symgrad.compile.workspace import MIN_BYTES, Workspaces
+from symgrad.compile.kernel_lib import threaded_matmul as tm
+from symgrad.compile.cpu.workspace import MIN_BYTES, Workspaces
 
 TARGETS = ["cpu", "parallel"]
 D, H = 16, 64       # a batch of 1024 rows: (1024, 64) float64 temporaries of 512 KiB

@@ -16,23 +16,23 @@ from typing import Any, Optional
 from ..graph.tensor import Tensor
 from ..graph.traversal import placeholders_of, topological_order
 from ..outputs import output_list
-from . import cache
-from .cache_key import CODEGEN_VERSION, compile_key
-from .driver import PARALLEL_THRESHOLD, ModuleWriter
-from .eager import compile_module
-from .fold import fold_graph
-from .hoist import hoist_invariants
-from .lower import lower_kernel
+from .cache import modules as cache
+from .cache.key import CODEGEN_VERSION, compile_key
+from .cpu.driver import PARALLEL_THRESHOLD, ModuleWriter
+from .cpu.eager import compile_module
+from .plan.fold import fold_graph
+from .plan.hoist import hoist_invariants
+from .codegen.lower import lower_kernel
 from .nest import Nest, nest_plan
-from .numba_startup import defer_blas_check
-from .oprules import PLACEHOLDER
+from .cpu.numba_startup import defer_blas_check
+from .plan.oprules import PLACEHOLDER
 from .passes import Context, Pass, run_passes
-from .printer import MATH_MODES
+from .printing.printer import MATH_MODES
 from .progress import Phases, progress_stream
-from .regions import Step, build_plan
-from .runtime import CompiledFunction, Fallback, bind_runtime, iteration_shape
+from .plan.regions import Step, build_plan
+from .runtime.compiled import CompiledFunction, Fallback, bind_runtime, iteration_shape
 from .targets import NAMES as TARGETS, get as get_target
-from . import warm
+from .cache import warm
 
 __all__ = ["function", "CompiledFunction", "Fallback", "bind_runtime", "iteration_shape",
            "CODEGEN_VERSION", "PIPELINE", "DEVICE_PIPELINE"]
@@ -173,8 +173,8 @@ def numba_pass(ctx: Context) -> str:
 
 def device_module_pass(ctx: Context) -> str:
     """The device target builds, caches and binds its module itself (numba.cuda is
-    imported only there, compile/cuda_runtime.py)."""
-    from .cuda_runtime import compile_cuda   # imports numba.cuda: only for device targets
+    imported only there, compile/cuda/runtime.py)."""
+    from .cuda.runtime import compile_cuda  # imports numba.cuda: only for device targets
     ctx.function = compile_cuda(ctx.inputs, ctx.outputs, ctx.plan, ctx.key, ctx.mode)
     return f"{ctx.spec.kernels_run}; module key {ctx.function.key[:16]}"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..oprules import VIEWS
+from ..plan.oprules import VIEWS
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class Target:
     """One compile target and its options."""
 
     name: str
-    nests: bool = True            # pair-sum loop nests (compile/nest.py)
+    nests: bool = True            # pair-sum loop nests (compile/nest/match.py)
     scatter: bool = True          # getitem_grad scatters fused into kernels (scatter.py)
     threads: bool = False         # numba parallel chunks and threaded 2-D matmuls
     device: bool = False          # values live in device memory (compile() builds it)

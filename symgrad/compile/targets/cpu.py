@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..oprules import threads_matmul
+from ..plan.oprules import threads_matmul
 from .base import Target
 
 

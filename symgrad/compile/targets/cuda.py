@@ -20,7 +20,7 @@ from .base import Target
 @dataclass(frozen=True)
 class CudaTarget(Target):
     def step_place(self, node) -> str:
-        from ..cuda_steps import LIBRARY_CALLS
+        from ..cuda.steps import LIBRARY_CALLS
         if node.op in LIBRARY_CALLS:
             return "device, library call: cuBLAS via CuPy"
         return "device step: CuPy"
@@ -28,7 +28,7 @@ class CudaTarget(Target):
     def nest_lines(self, nests: list) -> list:
         """``f.explain()``'s lines on the device nests: which pairs each visits and which of
         the CPU nest's rules (masks, symmetry) it uses (``cuda_tiles.rule_lines``)."""
-        from ..cuda_tiles import rule_lines
+        from ..cuda.tiles import rule_lines
         return rule_lines(nests)
 
 

@@ -35,7 +35,7 @@ Subclasses of :class:`ScalarFunction` register themselves in ``SCALAR_FUNCTIONS`
 other ``sympy.Function`` subclass with these attributes is printed the same way.
 
 >>> Sigmoid.numba_helper, Sigmoid.numba_constants
-('symgrad.compile.support:sigmoid_', ('one',))
+('symgrad.compile.kernel_lib.support:sigmoid_', ('one',))
 >>> sorted(n for n in SCALAR_FUNCTIONS if n in ('Relu', 'Sigmoid', 'Softplus'))
 ['Relu', 'Sigmoid', 'Softplus']
 """
@@ -55,7 +55,7 @@ __all__ = ["TfAbs", "TfSign", "Relu", "Sigmoid", "Softplus", "TfMax", "TfMin", "
 SCALAR_FUNCTIONS: dict = {}
 """Every :class:`ScalarFunction` subclass by class name (filled as classes are defined)."""
 
-_SUPPORT = "symgrad.compile.support:"
+_SUPPORT = "symgrad.compile.kernel_lib.support:"
 
 
 class ScalarFunction(sp.Function):
@@ -218,7 +218,7 @@ class TanhPrime(ScalarFunction):
     cancellation, no overflow (``scalar_math.tanh_prime``; the fast form is
     ``vecmath.tanh_prime_f64``). Its derivative is -2 tanh(x) sech(x)**2."""
 
-    numba_helper = "symgrad.compile.support_v2:tanh_prime_"
+    numba_helper = "symgrad.compile.kernel_lib.support_v2:tanh_prime_"
     numba_constants = ("one",)
 
     numpy_form = staticmethod(tanh_prime_numpy)

@@ -4,7 +4,7 @@ Each body is written in the scalar subset that numba compiles for the CPU and as
 device function (``math.*``, ``np.floor``, loops over numbers, no calls to other
 helpers), so it is used three ways:
 
-* ``symgrad.compile.support_v2`` wraps it with ``numba.njit`` (the generated kernels
+* ``symgrad.compile.kernel_lib.support_v2`` wraps it with ``numba.njit`` (the generated kernels
   call it; CUDA device code recompiles the same code object);
 * :func:`vectorized` runs it on numpy arrays with ``math`` bound to numpy's ufuncs (no
   Python exceptions on ``log(0)`` or ``1/0``): the numpy forward of ``sg.evaluate`` and

@@ -2,7 +2,7 @@
 derivative must follow TensorFlow's convention (see ``scalar.py`` for the pattern).
 
 Each class carries its numpy form (the reference interpreter), its numba form (a template
-or an njit helper of ``symgrad.compile.support_v2``, whose body is in ``scalar_math``)
+or an njit helper of ``symgrad.compile.kernel_lib.support_v2``, whose body is in ``scalar_math``)
 and its derivative (``fdiff``), so plain ``sympy.diff`` gives TF's partials at every
 order.
 
@@ -27,7 +27,7 @@ from .scalar import ScalarFunction, Sigmoid
 __all__ = ["Cbrt", "Erfc", "Erfinv", "Lgamma", "Digamma", "Polygamma", "Logaddexp", "Hypot",
            "MulNoNan", "FloorMod", "FloorDiv", "NormSqrt"]
 
-_HELPERS = "symgrad.compile.support_v2:"
+_HELPERS = "symgrad.compile.kernel_lib.support_v2:"
 
 
 def _latex_call(name: str, printer, args) -> str:

@@ -1,0 +1,37 @@
+"""The one function that names a compiled module: ``compile_key``.
+
+The key hashes what the generated code depends on: the folded graph (``canonical()``),
+the target, whether one output was given (``OutputMode``), the math mode, the versions of
+symgrad, numba and numpy (``cache.versions``) and ``CODEGEN_VERSION``. ``sg.function``
+names its cache files with it; dask calls and pickling read a function's target and math
+back from the function itself, never by recomputing keys.
+
+>>> import symgrad as sg
+>>> from symgrad.compile.plan.fold import fold_graph
+>>> from symgrad.outputs import OutputMode
+>>> x = sg.placeholder("x", shape=(3,))
+>>> graph = fold_graph([sg.sin(x)], [x])
+>>> key = compile_key(graph, "cpu", OutputMode.SINGLE, "fast")
+>>> len(key), key == compile_key(graph, "cpu", OutputMode.SINGLE, "fast")
+(64, True)
+>>> key == compile_key(graph, "cpu", OutputMode.SINGLE, "libm")
+False
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from ...outputs import OutputMode
+from . import modules as cache
+
+__all__ = ["CODEGEN_VERSION", "compile_key"]
+
+CODEGEN_VERSION = "4"    # layout: generated code names symgrad.compile.kernel_lib
+
+
+def compile_key(graph, target: str, mode: OutputMode, math: str) -> str:
+    """The sha256 hex key of the module compiled for the folded ``graph`` (see above)."""
+    text = "\n".join([graph.canonical(), target, str(mode.single), math, cache.versions(),
+                      CODEGEN_VERSION])
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,217 @@
+"""The warm path of ``sg.function``: a cache hit that neither folds nor plans.
+
+``graph_key`` hashes the *unfolded* graph (every node's op, inputs, shape, dtype and
+attributes, constants by a digest of their bytes, the placeholders' names, the inputs' and
+outputs' order; other names are read from the graph at hand) with the target, output
+mode, math mode, versions and ``CODEGEN_VERSION``: everything the folded
+graph, and so the generated module, is a deterministic function of. After a cold compile,
+``store`` writes a small record under that key (sealed with this user's key like every
+cache file, ``trust.seal_bytes``): the folded key of the module, and what binding the
+module needs from the plan (the folded constants, the steps' nodes, the kernels' symbolic
+dims). ``load`` reads it back; a missing, foreign or corrupted record is a miss (the cold
+path runs, with a warning for a bad one), never an error.
+
+>>> import symgrad as sg
+>>> from symgrad.outputs import OutputMode
+>>> x = sg.placeholder("x", shape=(None,))
+>>> k = graph_key([x], [sg.sin(x) * sg.constant([1.0, 2.0])], "cpu", OutputMode.LIST, "fast")
+>>> k == graph_key([x], [sg.sin(x) * sg.constant([1.0, 2.0])], "cpu", OutputMode.LIST, "fast")
+True
+>>> k == graph_key([x], [sg.sin(x) * sg.constant([1.0, -2.0])], "cpu", OutputMode.LIST, "fast")
+False
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from contextlib import contextmanager
+from types import SimpleNamespace
+from typing import Optional
+
+import numpy as np
+import sympy as sp
+
+from ...graph.traversal import topological_order
+from . import modules as cache
+from . import key as cache_key
+from ..plan.fold import _expr_text, _value_digest
+from ..plan.oprules import CONSTANT, PLACEHOLDER
+from ..plan.regions import Step
+from .trust import read_regular, seal_bytes, unseal_bytes, warn_once
+
+__all__ = ["graph_key", "store", "load", "LazyPlan"]
+
+MAX_RECORD_BYTES = 256 << 20
+
+
+def _attr_text(value, exprs: dict) -> str:
+    """An exact text of one attribute (arrays by digest, sympy trees by structure)."""
+    if isinstance(value, sp.Basic):
+        return _expr_text(value, exprs)
+    if isinstance(value, np.ndarray):
+        return f"array{value.dtype.str}{value.shape}{_value_digest(value)}"
+    if isinstance(value, (tuple, list)):
+        inner = ",".join(_attr_text(v, exprs) for v in value)
+        return f"{type(value).__name__}({inner})"
+    if isinstance(value, dict):
+        return "dict(" + ",".join(f"{k!r}:{_attr_text(value[k], exprs)}"
+                                  for k in sorted(value, key=repr)) + ")"
+    if isinstance(value, np.dtype):
+        return f"dtype:{value.str}"
+    if isinstance(value, float):
+        return f"float:{value.hex()}"      # -0.0 and 0.0 differ
+    return f"{type(value).__name__}:{value!r}"
+
+
+_SETTINGS = (("hoist", "ENABLED"), ("hoist", "NEW_KERNEL_MIN"), ("fold", "FOLD_LIMIT"),
+             ("fold", "INFLATE_MIN"), ("rewrite", "CHEAP_OPS"))
+
+
+def fold_settings() -> tuple:
+    """The module settings the folded graph depends on besides the graph (tests change
+    them): part of the key, so a record never outlives a change of one."""
+    from ..plan import fold, hoist, rewrite
+    modules = {"fold": fold, "hoist": hoist, "rewrite": rewrite}
+    return tuple((m, name, getattr(modules[m], name)) for m, name in _SETTINGS)
+
+
+@contextmanager
+def settings_applied(settings: tuple):
+    """Fold with ``settings`` (``fold_settings()`` of the compile) in place."""
+    from ..plan import fold, hoist, rewrite
+    modules = {"fold": fold, "hoist": hoist, "rewrite": rewrite}
+    old = fold_settings()
+    try:
+        for m, name, value in settings:
+            setattr(modules[m], name, value)
+        yield
+    finally:
+        for m, name, value in old:
+            setattr(modules[m], name, value)
+
+
+def graph_key(inputs: list, outputs: list, target: str, mode, math: str) -> str:
+    """The sha256 hex key of the unfolded graph of ``outputs`` over ``inputs`` (see above)."""
+    order = topological_order([o for o in outputs if o is not None])
+    position = {id(t): k for k, t in enumerate(order)}
+    for p in inputs:
+        if id(p) not in position:
+            position[id(p)] = len(order)
+            order.append(p)
+    exprs: dict = {}
+    lines = [target, str(mode.single), math, cache.versions(), cache_key.CODEGEN_VERSION,
+             "warm 1", repr(fold_settings())]
+    for t in order:
+        if t.op is CONSTANT:
+            v = np.asarray(t.attrs["value"])
+            attrs = f"{v.dtype.str}{v.shape}{_value_digest(v)}"
+        else:
+            attrs = ",".join(f"{k}={_attr_text(t.attrs[k], exprs)}" for k in sorted(t.attrs))
+        lines.append(f"{t.op.name}|{[position[id(i)] for i in t.inputs]}|{t.shape}|"
+                     f"{t.dtype.str}|{t.name if t.op is PLACEHOLDER else ''}|{attrs}")
+    lines.append(f"in {[position[id(p)] for p in inputs]}")
+    lines.append(f"out {[None if o is None else position[id(o)] for o in outputs]}")
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def _record_name(key: str) -> str:
+    return f"symgrad_warm_{key[:32]}"
+
+
+def store(key: str, inputs: list, outputs: list, plan, module_key: str) -> None:
+    """Write the warm record of ``key`` for a module compiled from ``plan`` (quietly
+    nothing where a step's node is not a node of the user's graph, or the cache cannot be
+    written: the module's own write has warned)."""
+    order = topological_order([o for o in outputs if o is not None])
+    position = {id(t): k for k, t in enumerate(order)}
+    steps = []
+    for u in plan.units:
+        if isinstance(u, Step):
+            if id(u.node.tensor) not in position:
+                return
+            steps.append([u.node.index, position[id(u.node.tensor)]])
+    arrays, consts = {}, []
+    for node in plan.graph.order:
+        if not node.is_const:
+            continue
+        v = node.value
+        if v.size and all(s == 0 for s in v.strides):
+            consts.append([node.index, list(v.shape), "u"])
+            arrays[f"c{node.index}"] = np.ascontiguousarray(v.flat[0:1])
+        else:
+            consts.append([node.index, list(v.shape), "a"])
+            arrays[f"c{node.index}"] = np.ascontiguousarray(v)
+    kernels = [[k.index, list(k.dims), [[list(i.dims), position.get(id(i.tensor), -1), i.name]
+                                        for i in k.inputs]] for k in plan.kernels]
+    head = json.dumps({"graph": key, "module": module_key, "steps": steps, "consts": consts,
+                       "kernels": kernels, "placeholders": len(plan.graph.placeholders)})
+    buf = io.BytesIO()
+    np.savez(buf, head=np.frombuffer(head.encode(), np.uint8), **arrays)
+    name = _record_name(key)
+    try:
+        directory = cache.cache_dir()
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        cache.write_bytes(directory / name, seal_bytes(name, buf.getvalue()))
+    except OSError:
+        return
+
+
+def load(key: str, inputs: list, outputs: list) -> Optional[tuple]:
+    """(module key, the light plan ``bind_runtime`` reads) of ``key``'s record, or None."""
+    name = _record_name(key)
+    path = cache.cache_dir() / name
+    try:
+        data = read_regular(path, MAX_RECORD_BYTES + 1)
+    except OSError:
+        return None
+    if data is None:
+        return None
+    payload = None if len(data) > MAX_RECORD_BYTES else unseal_bytes(name, data)
+    if payload is None:
+        warn_once(path, "is not a record this user's symgrad wrote (truncated, corrupted or "
+                  "foreign); compiling", "nothing to do: it is replaced")
+        return None
+    try:
+        return _light_plan(payload, key, inputs, outputs)
+    except Exception:  # noqa: BLE001 - a sealed record of another layout: compile instead
+        return None
+
+
+def _light_plan(payload: bytes, key: str, inputs: list, outputs: list) -> tuple:
+    with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
+        head = json.loads(bytes(npz["head"]).decode())
+        if head["graph"] != key or head["placeholders"] != len(inputs):
+            raise ValueError("placeholders")
+        order = []
+        for index, shape, how in head["consts"]:
+            v = npz[f"c{index}"]
+            v = np.broadcast_to(v.reshape(()), tuple(shape)) if how == "u" else v
+            v.flags.writeable = False
+            order.append(SimpleNamespace(is_const=True, index=index, value=v))
+    tensors = topological_order([o for o in outputs if o is not None])
+    units = [Step(SimpleNamespace(index=i, tensor=tensors[k])) for i, k in head["steps"]]
+    kernels = [SimpleNamespace(index=i, dims=tuple(d), inputs=[
+        SimpleNamespace(dims=tuple(di), name=tensors[k].name if k >= 0 else n)
+        for di, k, n in ins])
+        for i, d, ins in head["kernels"]]
+    graph = SimpleNamespace(placeholders=[SimpleNamespace(dtype=p.dtype, tensor=p)
+                                          for p in inputs], order=order)
+    return head["module"], SimpleNamespace(graph=graph, units=units, kernels=kernels)
+
+
+class LazyPlan:
+    """A warm function's ``plan``: folded and planned on first use (``f.explain()``,
+    symgrad.distributed), by ``build()``."""
+
+    def __init__(self, build):
+        object.__setattr__(self, "_build", build)
+        object.__setattr__(self, "_plan", None)
+
+    def __getattr__(self, name: str):
+        plan = object.__getattribute__(self, "_plan")
+        if plan is None:
+            plan = object.__getattribute__(self, "_build")()
+            object.__setattr__(self, "_plan", plan)
+        return getattr(plan, name)

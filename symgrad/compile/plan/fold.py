@@ -1,0 +1,481 @@
+"""Constant folding and identities: the graph a compiled function is planned from.
+
+``fold_graph`` copies the graph of the outputs into light ``LNode`` records while it
+
+* removes identities (``identity``, ``stop_gradient``, a ``cast`` to the same dtype, a
+  reshape to the same fully known shape),
+* computes every node whose inputs are all constants (with the reference interpreter,
+  so the folded value is exactly what ``sg.evaluate`` computes; an elementwise node of
+  uniform constants once on the scalars, an ``expr`` one by sympy as lowering inlines it),
+* turns ``ones_like``/``zeros_like``/``axis_size`` of fully known shapes into constants,
+* merges structurally identical nodes (gradient graphs repeat themselves),
+* applies the rewrites of ``rewrite.py`` (outer products, reuse of computed ``f(x)``).
+
+A constant whose elements are all equal is *uniform*: lowering inlines it as a number.
+
+>>> import symgrad as sg
+>>> x = sg.placeholder("x", shape=(3,))
+>>> g = fold_graph([sg.identity(x * (sg.constant(2.0) + 1.0))])
+>>> [n.op.name for n in g.order], g.outputs[0].inputs[1].uniform
+(['placeholder', 'constant', 'multiply'], 3.0)
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Optional
+
+import numpy as np
+import sympy as sp
+
+from ...evaluate import run_node
+from ...graph.tensor import Tensor
+from ...ops.symbols import dtype_kind, input_symbol
+from ...graph.traversal import placeholders_of, topological_order
+from ...shapes import is_fully_known
+from .oprules import CONSTANT, FILLS, IDENTITIES, PLACEHOLDER, E, S
+from ..printing.printer import number
+from .rewrite import clone_cheap, outer_product, reuse_values
+
+FOLD_LIMIT = 1 << 20  # constants larger than this many elements are not folded
+INFLATE_MIN = 4096    # larger elementwise folds that would grow the constant bytes are not made
+
+
+class LNode:
+    """One node of the folded graph; ``tensor`` is the original node it stands for."""
+
+    __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "name", "value", "uniform",
+                 "index", "tensor", "dims")
+
+    def __init__(self, tensor, op, inputs, attrs, value=None):
+        self.tensor = tensor
+        self.op = op
+        self.inputs = tuple(inputs)
+        self.attrs = attrs
+        self.shape = tensor.shape if value is None else value.shape
+        self.dtype = tensor.dtype
+        self.name = tensor.name
+        self.value = value
+        self.uniform = _uniform(value) if value is not None else None
+        self.index = -1
+        self.dims = self.shape
+
+    @property
+    def kind(self) -> str:
+        return self.op.kind
+
+    @property
+    def is_const(self) -> bool:
+        return self.value is not None
+
+    def __repr__(self) -> str:
+        return f"<LNode {self.index} {self.op.name} '{self.name}' {self.shape}>"
+
+
+def _uniform(value: np.ndarray):
+    """The common value of an array whose elements are all equal (a Python scalar)."""
+    if value.size == 0:
+        return None
+    first = value.flat[0]
+    if value.ndim == 0 or all(s == 0 for s in value.strides):
+        return first.item()
+    if value.size > FOLD_LIMIT or not np.all(value == first):
+        return None
+    return first.item()
+
+
+class FoldedGraph:
+    """Topological ``order`` of LNodes, the ``outputs`` (None kept) and ``placeholders``."""
+
+    def __init__(self, order: list, outputs: list, placeholders: list):
+        self.order = order
+        self.outputs = outputs
+        self.placeholders = placeholders
+        for k, node in enumerate(order):
+            node.index = k
+        self.consumers = {id(n): [] for n in order}
+        for node in order:
+            for i in node.inputs:
+                self.consumers[id(i)].append(node)
+
+    def canonical(self) -> str:
+        """A text that identifies the graph: the hash of the compiled module's key."""
+        lines = []
+        exprs: dict = {}
+        for node in self.order:
+            if node.is_const:
+                attrs = f"{node.value.dtype.str}{node.value.shape}{_value_digest(node.value)}"
+            else:
+                attrs = _attrs_text(node.attrs, exprs)
+            lines.append(f"{node.op.name}|{[i.index for i in node.inputs]}|{node.shape}|"
+                         f"{node.dtype.str}|{node.name if node.op is PLACEHOLDER else ''}"
+                         f"|{attrs}")
+        lines.append(f"out {[None if o is None else o.index for o in self.outputs]}")
+        return "\n".join(lines)
+
+
+def _value_digest(value: np.ndarray) -> str:
+    """A digest of a constant's elements; a broadcast of one element (every stride 0,
+    the folded fills and seeds) is hashed as that element, not as the full array."""
+    if value.size and all(st == 0 for st in value.strides):
+        return "u" + hashlib.sha256(value.flat[0:1].tobytes()).hexdigest()[:24]
+    return hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()[:24]
+
+
+def _attrs_text(attrs: dict, exprs: dict) -> str:
+    parts = []
+    for key in sorted(attrs):
+        value = attrs[key]
+        parts.append(f"{key}={_expr_text(value, exprs)}" if key == "expr" else
+                     f"{key}={value!r}")
+    return ",".join(parts)
+
+
+def _expr_text(expr, memo: dict) -> str:
+    """A text naming a sympy tree exactly: each node's class and its args in sympy's
+    canonical order, ``srepr`` for atoms (a symbol's assumptions, a number's digits);
+    about 4x faster than ``srepr`` of the whole, which orders terms by printing them.
+
+    >>> x = sp.Symbol("x", real=True)
+    >>> _expr_text(sp.sin(x) + 2, {})[:37]
+    "Add(Integer(2),sin(Symbol('x',commuta"
+    """
+    text = memo.get(id(expr))   # by identity: no sympy equality between 2 and 2.0
+    if text is None:
+        if not isinstance(expr, sp.Basic):
+            text = repr(expr)
+        elif isinstance(expr, sp.Symbol) and not isinstance(expr, sp.Dummy):
+            # the closure of its given assumptions: srepr prints whatever a symbol's
+            # cache holds (an unpickled symbol lists every deduced fact), so the same
+            # symbol would name differently with the process's history
+            facts = ",".join(f"{k}={v}" for k, v in sorted(expr.assumptions0.items()))
+            text = f"{type(expr).__name__}({expr.name!r},{facts})"
+        elif not expr.args:
+            text = sp.srepr(expr)
+        else:
+            text = f"{type(expr).__name__}({','.join(_expr_text(a, memo) for a in expr.args)})"
+        memo[id(expr)] = text
+    return text
+
+
+def _alias(tensor, inputs: list, dims) -> Optional[LNode]:
+    """The input a node is an identity of, if it is one."""
+    op = tensor.op
+    if op in IDENTITIES:
+        return inputs[0]
+    if op is S.cast and tensor.dtype == inputs[0].dtype:
+        return inputs[0]
+    if op in (S.reshape, S.reshape_like, S.broadcast_like) and \
+            is_fully_known(tensor.shape) and inputs[0].shape == tensor.shape:
+        return inputs[0]
+    if op in (S.unbroadcast, S.reshape_like, S.broadcast_like) and \
+            dims.resolve(inputs[0].dims) == dims.resolve(inputs[1].dims):
+        return inputs[0]
+    if op is S.unbroadcast_any and dims.resolve(inputs[1].dims) == dims.resolve(inputs[2].dims):
+        return inputs[0]   # the mask already fits: nothing is summed
+    if op is S.expand_dims and not tensor.attrs["axes"]:
+        return inputs[0]
+    return None
+
+
+def _fold_value(tensor, inputs: list) -> Optional[np.ndarray]:
+    """The constant value of a node, when it can be known before any call."""
+    op = tensor.op
+    if op in FILLS and is_fully_known(tensor.shape):
+        fill = np.array(FILLS[op], dtype=tensor.dtype)
+        return np.broadcast_to(fill, tensor.shape)
+    if op is S.axis_size and is_fully_known(inputs[0].shape):
+        return run_node(tensor, [np.broadcast_to(np.zeros((), inputs[0].dtype), inputs[0].shape)])
+    if op is S.broadcast_like and inputs[0].is_const and inputs[0].uniform is not None \
+            and is_fully_known(tensor.shape):
+        return np.broadcast_to(np.asarray(inputs[0].uniform, tensor.dtype), tensor.shape)
+    if not inputs or not all(i.is_const for i in inputs):
+        return None
+    if any(i.value.size > FOLD_LIMIT for i in inputs) or op is S.matmul and \
+            any(i.value.size > 4096 for i in inputs):
+        return None
+    if op.kind == "elementwise" and all(i.uniform is not None for i in inputs):
+        value = _fold_uniform(tensor, inputs)
+        if value is not None:
+            return None if value.size > FOLD_LIMIT else value
+    try:
+        value = run_node(tensor, [i.value for i in inputs])
+    except Exception:  # noqa: BLE001 - a failing fold is left for run time to report
+        return None
+    if value.size > FOLD_LIMIT or _inflates(tensor, inputs, value):
+        return None
+    return value
+
+
+def _fold_uniform(tensor, inputs: list) -> Optional[np.ndarray]:
+    """An elementwise node of uniform constants (``-ones_like(x)`` of a gradient seed),
+    computed once on the scalars and broadcast: no array of the full shape, and an ``expr``
+    node's number by sympy as lowering would inline it (no lambdify); None if it cannot."""
+    shape = np.broadcast_shapes(*(i.value.shape for i in inputs))
+    scalars = [np.asarray(i.uniform, i.dtype) for i in inputs]
+    value = _expr_scalar(tensor, inputs, scalars) if tensor.op is E.expr else None
+    if value is None:
+        try:
+            value = run_node(tensor, scalars)
+        except Exception:  # noqa: BLE001 - the array fold (or run time) reports it
+            return None
+    if np.shape(value) != ():
+        return None
+    return np.broadcast_to(np.asarray(value, tensor.dtype), shape)
+
+
+def _broadcast_uniform(node: LNode):
+    """The uniform value that ``node`` (a constant or a broadcast_like of one) holds."""
+    if node.is_const:
+        return node.uniform
+    if node.op is S.broadcast_like and node.inputs[0].is_const:
+        return node.inputs[0].uniform
+    return None
+
+
+def _hoist_broadcast(tensor, inputs: list, dims: "Dims"):
+    """An elementwise op of uniform constants, some broadcast_like another node ``like``
+    (``-broadcast_like(1.0, y)``, the gradient seed of a sum over an unknown length), is
+    the broadcast_like of the op of the scalars: one structural step fewer, and
+    elementwise consumers read the folded scalar (``_bypass_broadcasts``) so the regions
+    on both sides of the seed are not split. Returns (constant Tensor, broadcast_like
+    Tensor, the LNode it broadcasts like) or None."""
+    likes = [i for i in inputs if i.op is S.broadcast_like]
+    if not likes or any(_broadcast_uniform(i) is None for i in inputs):
+        return None
+    target = dims.resolve(dims.broadcast([i.dims for i in inputs]))
+    like = next((b.inputs[1] for b in likes if b.inputs[1].shape == tensor.shape and
+                 dims.resolve(b.inputs[1].dims) == target), None)
+    if like is None:
+        return None
+    scalars = [np.asarray(_broadcast_uniform(i), i.dtype) for i in inputs]
+    if tensor.op is E.expr:
+        value = _expr_scalar(tensor, inputs, scalars)
+    else:
+        try:
+            value = np.asarray(run_node(tensor, scalars), tensor.dtype)
+        except Exception:  # noqa: BLE001 - left to run time
+            return None
+    if value is None or value.shape != ():
+        return None
+    const = Tensor(CONSTANT, (), {"value": value}, (), tensor.dtype, tensor.name)
+    op = likes[0].op
+    node = Tensor(op, (const, like.tensor), {}, tensor.shape, tensor.dtype, tensor.name)
+    return const, node, like
+
+
+def _expr_scalar(tensor, inputs: list, scalars: list):
+    """An ``expr`` node's value on scalars, by sympy (the numpy path lambdifies, which
+    costs a first import of its namespace): the number lowering would inline for it."""
+    if tensor.dtype.kind != "f":
+        return None
+    positional = tuple(input_symbol(k, dtype_kind(i.dtype)) for k, i in enumerate(inputs))
+    formula = sp.sympify(tensor.op.formula(positional, tensor.attrs))
+    value = formula.xreplace(dict(zip(positional, (number(v.item(), False) for v in scalars))))
+    if not value.is_Number or not value.is_finite:
+        return None
+    return np.asarray(float(value), tensor.dtype)
+
+
+def _inflates(tensor, inputs: list, value: np.ndarray) -> bool:
+    """Whether folding an elementwise node would trade its constant inputs for a larger
+    array (``where(mask, -2.0, 0.0)``: one byte per element becomes eight): left unfolded,
+    the kernel that reads it computes it from the small input instead."""
+    if tensor.op.kind != "elementwise" or value.size <= INFLATE_MIN or \
+            _uniform(np.asarray(value)) is not None:
+        return False
+    read = sum(i.value.nbytes for i in inputs if i.uniform is None)
+    return np.asarray(value).nbytes > read
+
+
+def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGraph:
+    """The folded copy of the graph of ``outputs`` (None entries are kept)."""
+    order = topological_order([o for o in outputs if o is not None])
+    if placeholders is None:
+        placeholders = placeholders_of(order)
+    made: dict = {}
+    seen: dict = {}
+    dims = Dims()
+    for p in placeholders:
+        made[id(p)] = LNode(p, p.op, (), {})
+        made[id(p)].dims = dims.fresh(p.shape)
+    for tensor in order:
+        if id(tensor) in made:
+            continue
+        if tensor.op is CONSTANT:
+            made[id(tensor)] = _intern(seen, LNode(tensor, tensor.op, (), {},
+                                                   value=tensor.attrs["value"]))
+            continue
+        if tensor.op is PLACEHOLDER:
+            made[id(tensor)] = LNode(tensor, tensor.op, (), {})
+            made[id(tensor)].dims = dims.fresh(tensor.shape)
+            continue
+        inputs = [made[id(i)] for i in tensor.inputs]
+        if tensor.op.kind == "elementwise":
+            inputs = _bypass_broadcasts(inputs, dims)
+        alias = _alias(tensor, inputs, dims)
+        if alias is not None:
+            made[id(tensor)] = alias
+            continue
+        if tensor.op.kind == "elementwise":
+            hoisted = _hoist_broadcast(tensor, inputs, dims)
+            if hoisted is not None:
+                const, bcast, like = hoisted
+                const = _intern(seen, LNode(const, const.op, (), {}, value=const.attrs["value"]))
+                node = LNode(bcast, bcast.op, (const, like), {})
+                node.dims = like.dims
+                made[id(tensor)] = _intern(seen, node)
+                continue
+        value = _fold_value(tensor, inputs)
+        if value is not None:
+            node = LNode(tensor, CONSTANT, (), {}, value=np.asarray(value, tensor.dtype))
+        else:
+            node = outer_product(tensor, inputs, lambda op, ins: LNode(tensor, op, ins, {}))
+            node = node or LNode(tensor, tensor.op, inputs, dict(tensor.attrs))
+            node.dims = dims.infer(node)
+        made[id(tensor)] = _intern(seen, node)
+    new_outputs = [None if o is None else made[id(o)] for o in outputs]
+    roots = [made[id(p)] for p in placeholders] + [o for o in new_outputs if o is not None]
+    order = _order(roots)
+    for node in order:
+        node.dims = dims.resolve(node.dims)
+    consumers: dict = {}
+    for node in order:
+        for i in node.inputs:
+            consumers.setdefault(id(i), []).append(node)
+    changed = reuse_values(order, consumers, E.expr)
+    consumers = {}
+    for node in order:
+        for i in node.inputs:
+            consumers.setdefault(id(i), []).append(node)
+    if changed + clone_cheap(order, consumers, _copy):
+        order = _order(roots)
+    return FoldedGraph(order, new_outputs, [made[id(p)] for p in placeholders])
+
+
+class _DimsOf:
+    """An input as a shape rule sees it: its (symbolic) dims as ``shape``, and its dtype."""
+
+    def __init__(self, node: "LNode"):
+        self.shape, self.dtype = node.dims, node.dtype
+
+
+class Dims:
+    """Symbolic lengths for unknown (None) dims: ``'?k'`` strings, unified where an
+    elementwise op broadcasts two of them together (the plan assumes they are equal; the
+    compiled function checks that at call time and otherwise runs the reference path)."""
+
+    def __init__(self):
+        self.parent: dict = {}
+
+    def fresh(self, shape: tuple) -> tuple:
+        out = []
+        for d in shape:
+            if d is None:
+                name = f"?{len(self.parent)}"
+                self.parent[name] = name
+                out.append(name)
+            else:
+                out.append(d)
+        return tuple(out)
+
+    def find(self, d):
+        if not isinstance(d, str):
+            return d
+        while self.parent[d] != d:
+            self.parent[d] = self.parent[self.parent[d]]
+            d = self.parent[d]
+        return d
+
+    def resolve(self, dims: tuple) -> tuple:
+        return tuple(self.find(d) for d in dims)
+
+    def broadcast(self, all_dims: list) -> tuple:
+        rank = max((len(d) for d in all_dims), default=0)
+        out = []
+        for j in range(rank):
+            col = [self.find(d[len(d) - rank + j]) for d in all_dims if len(d) - rank + j >= 0]
+            ints = [d for d in col if not isinstance(d, str) and d != 1]
+            syms = [d for d in col if isinstance(d, str)]
+            if ints:
+                out.append(ints[0])
+            elif syms:
+                for other in syms[1:]:
+                    self.parent[self.find(other)] = self.find(syms[0])
+                out.append(self.find(syms[0]))
+            else:
+                out.append(1)
+        return tuple(out)
+
+    def infer(self, node: "LNode") -> tuple:
+        op, attrs = node.op, node.attrs
+        ins = [i.dims for i in node.inputs]
+        if node.kind == "elementwise":
+            result = self.broadcast(ins)
+            if len(result) == len(node.shape):
+                return result
+        elif op.symbolic_dims:   # the record's own shape rule, applied to symbolic dims
+            shape, _ = op.infer(*[_DimsOf(i) for i in node.inputs], **attrs)
+            return tuple(shape)
+        return self.fresh(node.shape)
+
+
+def _bypass_broadcasts(inputs: list, dims: "Dims") -> list:
+    """An elementwise op broadcasts by itself: it can read x instead of
+    ``broadcast_like(x, like)`` (which also frees it from depending on ``like``) when the
+    other inputs give the result the same dims anyway."""
+    target = dims.broadcast([i.dims for i in inputs])
+    out = list(inputs)
+    for k, node in enumerate(inputs):
+        while node.op is S.broadcast_like:
+            trial = out[:k] + [node.inputs[0]] + out[k + 1:]
+            if len(target) != len(dims.broadcast([i.dims for i in trial])) or \
+                    dims.resolve(dims.broadcast([i.dims for i in trial])) != dims.resolve(target):
+                break
+            node = node.inputs[0]
+            out[k] = node
+    return out
+
+
+def _copy(node: LNode) -> LNode:
+    copy = LNode(node.tensor, node.op, node.inputs, dict(node.attrs))
+    copy.dims = node.dims
+    return copy
+
+
+def _intern(seen: dict, node: LNode) -> LNode:
+    """One node per (op, inputs, attrs): later duplicates are replaced by the first."""
+    if node.is_const:
+        if node.value.size > 16:
+            return node
+        key = ("const", node.value.dtype.str, node.value.shape, node.value.tobytes())
+    else:
+        key = (node.op, tuple(id(i) for i in node.inputs), node.dtype.str, node.shape,
+               _attrs_key(node.attrs))
+    return seen.setdefault(key, node)
+
+
+def _attrs_key(attrs: dict):
+    return tuple((k, attrs[k] if k == "expr" else repr(attrs[k])) for k in sorted(attrs))
+
+
+def _order(roots: list) -> list:
+    """Topological order of LNodes (iterative, inputs first)."""
+    out, seen = [], set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        stack = [(root, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                out.append(node)
+                continue
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.append((node, True))
+            for i in reversed(node.inputs):
+                if id(i) not in seen:
+                    stack.append((i, False))
+    return out

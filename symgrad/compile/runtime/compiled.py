@@ -1,0 +1,285 @@
+"""What a compiled function runs with: ``CompiledFunction`` (the callable and its plan),
+the names bound into a generated module (``bind_runtime``), and the call-time shape
+rules (``iteration_shape``). Shared by the cpu targets (``function.py``) and the cuda
+target (``cuda_runtime.py``)."""
+
+from __future__ import annotations
+
+import html
+import re
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ...errors import (ArgumentError, CompileError, FallbackWarning, FeedError, ShapeError,
+                       SymgradError)
+from ...evaluate import evaluate, run_node
+from ...feeds import bind_keywords, check_feed, function_label
+from ...graph.tensor import Tensor
+from ...outputs import OutputMode
+from ...shapes import format_shape
+from .explain import explain
+from ..plan.regions import Kernel, Plan, Step
+from .variants import pattern, with_fixed_axes
+from ..cpu.workspace import Workspaces
+
+
+DISTRIBUTED: dict = {"call_dask": None, "reduce_function": None}
+"""Set by ``symgrad.distributed`` when imported (``import symgrad`` imports it; it imports
+dask only when a call with dask arrays arrives): how a call with dask arrays runs and how a
+compiled function pickles. The distributed package builds on this module, not the reverse."""
+
+
+class CompiledFunction:
+    """A compiled graph: ``f(*arrays)``; ``f.source``, ``f.sympy``, ``f.plan``,
+    ``f.explain()``."""
+
+    def __init__(self, inputs, outputs, target, plan, module, source, key,
+                 mode: OutputMode):
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.target = target
+        self.plan = plan
+        self.module = module
+        self.source = source
+        self.key = key
+        self.output_mode = mode if isinstance(mode, OutputMode) else OutputMode.of(mode)
+        self._run = module.run
+        self._sympy = None
+        self.math = "fast"        # set by sg.function: the math mode compiled
+        self.compiler = None      # set by sg.function: itself, to compile variants
+        self.passes: list = []    # set by sg.function: its PassRecords (compile/passes.py)
+        self.label = function_label(self.inputs, self.outputs)
+        module.__dict__["label_"] = self.label     # how the driver's errors name this function
+
+    def __call__(self, *args):
+        return self._run(*args)
+
+    @property
+    def workspaces(self) -> Workspaces:
+        """The large temporaries kept between calls (``compile/cpu/workspace.py``):
+        ``.nbytes()`` held, ``.allocated`` buffers allocated so far, ``.enabled``."""
+        return self.module.__dict__["WORKSPACES_"]
+
+    def release_buffers(self) -> int:
+        """Frees the temporaries this function keeps between calls (and its variants');
+        returns the bytes released. The next call allocates them again."""
+        held = self.workspaces.release()
+        for variant in self.__dict__.get("_variants", {}).values():
+            held += variant.release_buffers()
+        return held
+
+    def _reference(self, args: tuple):
+        """Calls that break an assumption of the plan: dask arrays go to
+        symgrad.distributed; length-1 arguments broadcasting against another length run a
+        variant compiled for that pattern (``variants.py``); what is left raises a
+        ShapeError naming this function (or, if numpy can run it, warns once and runs
+        ``sg.evaluate``)."""
+        if any(_is_dask(a) for a in args):       # dask arrays: symgrad.distributed
+            return DISTRIBUTED["call_dask"](self, args)
+        if len(args) != len(self.inputs):
+            self._run(*args)
+        arrays = [check_feed(p, a, self.label, argument=True) for p, a in zip(self.inputs, args)]
+        fixed = pattern(self.inputs, arrays)
+        if fixed:
+            return self._variant(fixed)(*arrays)
+        return self._evaluate(arrays, "the arguments' unknown lengths differ where the plan "
+                              "took them as equal")
+
+    def _variant(self, fixed: tuple) -> "CompiledFunction":
+        """The function compiled with the axes in ``fixed`` of length 1 (cached)."""
+        variants = self.__dict__.setdefault("_variants", {})
+        if fixed not in variants:
+            inputs, outputs = with_fixed_axes(self.inputs, self.outputs, fixed)
+            # sg.function itself, set by function.py (which builds on this module)
+            variants[fixed] = self.compiler(inputs, self.output_mode.given(outputs),
+                                            target=self.target, math=self.math)
+            variants[fixed].label = self.label
+            variants[fixed].module.__dict__["label_"] = self.label
+        return variants[fixed]
+
+    def _evaluate(self, arrays: list, why: str):
+        """The numpy reference interpreter, its errors named after this function."""
+        outputs = self.output_mode.given(self.outputs)
+        try:
+            result = evaluate(outputs, dict(zip(self.inputs, arrays)))
+        except SymgradError as exc:
+            raise type(exc)(str(exc).replace("sg.evaluate", self.label, 1)) from None
+        if not self.__dict__.get("_warned"):
+            self._warned = True
+            warnings.warn(f"{self.label}: ran this call with the numpy reference interpreter "
+                          f"(sg.evaluate), not its compiled kernels, because {why}; the "
+                          "values are the same, the speed is not", FallbackWarning,
+                          stacklevel=4)
+        return result
+
+    def __reduce__(self):
+        """Pickles by graph and key, rebuilt once per process (symgrad/distributed)."""
+        return DISTRIBUTED["reduce_function"](self)
+
+    @property
+    def sympy(self) -> dict:
+        """{output name: the sympy formula of one element of that output, in terms of the
+        placeholders} (``sg.to_sympy``); an output with no index formula (a matmul, ...)
+        maps to the string ``"no formula: ..."`` saying why. None outputs are left out."""
+        if self._sympy is None:
+            from ...errors import NoFormulaError
+            from ...symbolic import formulas
+            self._sympy = {}
+            for o in self.outputs:
+                if o is None:
+                    continue
+                try:
+                    (self._sympy[o.name],) = formulas([o])
+                except NoFormulaError as exc:
+                    self._sympy[o.name] = "no formula: " + str(exc).removeprefix("sg.to_sympy: ")
+        return self._sympy
+
+    @property
+    def _single(self) -> bool:
+        """Whether one output was given (``output_mode`` is ``OutputMode.SINGLE``)."""
+        return self.output_mode.single
+
+    def explain(self, passes: bool = False) -> str:
+        """A readable report of the plan: each kernel or step with its ops, loop shape,
+        reads and writes; every temporary with its bytes; the rule behind each fusion
+        boundary (see ``compile/runtime/explain.py`` and docs/compiler.md). ``passes=True`` adds
+        the compile's passes in order, with their seconds and what each decided."""
+        text = explain(self.plan, self.target, self.inputs,
+                       getattr(self.module, "REUSED", None))
+        if passes:
+            from ..passes import pass_lines
+            text += "\n" + "\n".join(pass_lines(self.passes))
+        return text
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        printer.text(repr(self) if cycle else repr(self) + "\n" + self.explain())
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(repr(self))}\n{html.escape(self.explain())}</pre>"
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{p.name}: {p.dtype.name}{format_shape(p.shape)}" for p in self.inputs)
+        outs = ", ".join("None" if o is None else repr(o.name) for o in self.outputs)
+        return (f"<sg.function target={self.target!r} inputs=({ins}) outputs=[{outs}] "
+                f"kernels={len(self.plan.kernels)}>")
+
+    def _compile_error(self, exc: Exception) -> CompileError:
+        lines = self.source.splitlines()
+        shown = []
+        for match in re.finditer(r"symgrad_gen_\w+\.py\", line (\d+)", str(exc)):
+            n = int(match.group(1))
+            if 0 < n <= len(lines):
+                kernel = next((lines[k] for k in range(n - 1, -1, -1)
+                               if lines[k].startswith("# kernel")), "")
+                shown.append(f"  line {n}: {lines[n - 1].strip()}\n  in {kernel[2:]}")
+        where = "\n".join(dict.fromkeys(shown)) or "  (no generated line was named)"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return CompileError(f"sg.function: numba could not compile the generated code:\n"
+                            f"{where}\n  numba: {first}\n  module: {self.module.__file__}")
+
+
+def _numba_errors() -> tuple:
+    from numba.core.errors import NumbaError
+    return (NumbaError,)
+
+
+def bind_runtime(module, plan: Plan, inputs: list) -> None:
+    """Bind what the generated driver uses but cannot print."""
+    import numba
+
+    names = ", ".join(p.name for p in inputs)
+    context = f"f({names})"
+    ns = module.__dict__
+    ns["NTHREADS"] = numba.get_num_threads()
+    for k, p in enumerate(plan.graph.placeholders):
+        ns[f"D{k}"] = p.dtype
+    for node in plan.graph.order:
+        if node.is_const:
+            ns[f"C{node.index}"] = node.value
+    for unit in plan.units:
+        if isinstance(unit, Step):
+            ns[f"S{unit.node.index}"] = _step(unit.node.tensor, lambda: ns.get("label_", context))
+    placeholders = plan.graph.placeholders
+
+    def label() -> str:              # set by CompiledFunction: names its outputs too
+        return ns.get("label_", context)
+
+    def check_(k: int, value: Any) -> np.ndarray:
+        if _is_dask(value):      # run again by reference_, which hands it to dask
+            raise Fallback()
+        try:
+            return check_feed(placeholders[k].tensor, value, label(), argument=True)
+        except (FeedError, ArgumentError) as exc:
+            raise type(exc)(str(exc)) from None
+
+    def arity_(args: tuple) -> None:
+        raise ArgumentError(f"{label()}: takes {len(placeholders)} arguments "
+                            f"({names or 'none'}), got {len(args)}")
+
+    kernels = {k.index: k for k in plan.kernels}
+
+    def bshape_(index: int, *shapes) -> tuple:
+        kernel = kernels[index]
+        return iteration_shape(kernel, shapes, label())
+
+    def bind_(args: tuple, kwargs: dict) -> tuple:
+        return bind_keywords([p.tensor for p in placeholders], args, kwargs, label())
+
+    pool = ns.get("WORKSPACES_") or Workspaces()   # one per module: its kept temporaries
+    ns.update(check_=check_, arity_=arity_, bshape_=bshape_, fallback_=fallback_, bind_=bind_,
+              Fallback_=Fallback, NumbaError_=_numba_errors()[0], WORKSPACES_=pool,
+              take_=pool.take, give_=pool.give)
+
+
+class Fallback(Exception):
+    """Raised by the driver when a call breaks an assumption of the plan (two unknown
+    lengths that the plan took as equal are not): the call runs the reference path."""
+
+
+def iteration_shape(kernel: Kernel, shapes: tuple, context: str) -> tuple:
+    """The runtime iteration shape of a kernel, or a ShapeError naming its inputs.
+
+    Inputs read directly along a symbolic axis must have exactly its length (a length 1
+    that would broadcast raises Fallback); other unknown lengths broadcast as numpy does.
+    """
+    it = kernel.dims
+    rank = len(it)
+    out = [d if not isinstance(d, str) else None for d in it]
+    for node, shape in zip(kernel.inputs, shapes):
+        lead = rank - len(shape)
+        for p, a in enumerate(shape):
+            j = lead + p
+            d = node.dims[p]
+            direct = isinstance(d, str) and d == it[j]
+            if not direct and a == 1:
+                continue
+            if out[j] is None:
+                out[j] = a
+            elif out[j] != a:
+                if direct and (a == 1 or out[j] == 1):
+                    raise Fallback()
+                described = ", ".join(f"'{i.name}' {tuple(s)}" for i, s in
+                                      zip(kernel.inputs, shapes))
+                raise ShapeError(f"{context}: the arguments give shapes that cannot be broadcast"
+                                 f" together: {described}")
+    return tuple(1 if d is None else d for d in out)
+
+
+def _is_dask(value: Any) -> bool:
+    """A dask collection (checked without importing dask)."""
+    return hasattr(type(value), "__dask_graph__")
+
+
+def fallback_() -> None:
+    raise Fallback()
+
+
+def _step(tensor: Tensor, label):
+    def run(*args):
+        try:
+            return run_node(tensor, list(args))
+        except SymgradError as exc:     # name the compiled function, not sg.evaluate
+            raise type(exc)(str(exc).replace("sg.evaluate", label(), 1)) from None
+    return run
