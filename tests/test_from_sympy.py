@@ -119,6 +119,19 @@ def test_float32_inputs_stay_float32_and_numbers_take_their_dtype():
         pytest.approx(np.pi, rel=1e-6)
 
 
+def test_python_numbers_in_mapping_are_weak_numbers_folded_with_the_others():
+    a, b = sp.symbols("a b")
+    X = sg.placeholder("X", shape=(3,), dtype="float32")
+    expr = sp.Piecewise((a * b * x + sp.sqrt(a), a > 1), (x, True)) - b / 3
+    t = sg.from_sympy(expr, {x: X, a: 2, b: 0.1})
+    assert t.dtype == np.float32
+    xv = np.array([1.0, 2.0, 3.0], np.float32)
+    want = 0.2 * xv + np.sqrt(2.0) - 0.1 / 3
+    np.testing.assert_allclose(sg.evaluate(t, {X: xv}), want, rtol=1e-6)
+    ops = [n.op.name for n in topological_order([t])]
+    assert ops.count("multiply") == 1 and "sqrt" not in ops and "where" not in ops
+
+
 def test_mapping_values_broadcast_and_arrays_become_constants():
     X = sg.placeholder("X", shape=(3, 1))
     t = sg.from_sympy(x * y + 1, {x: X, y: np.arange(4.0)})

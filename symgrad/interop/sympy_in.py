@@ -51,19 +51,24 @@ API = "sg.from_sympy"
 class _Number:
     """A symbol-free sub-expression, evaluated only where a tensor op uses it."""
 
-    __slots__ = ("expr",)
+    __slots__ = ("expr", "subs")
 
-    def __init__(self, expr: sp.Basic):
+    def __init__(self, expr: sp.Basic, subs: Any = None):
         self.expr = expr
+        self.subs = subs    # the symbols mapped to Python numbers
 
     def value(self) -> Any:
         expr = self.expr
+        if isinstance(expr, sp.logic.boolalg.Boolean) and self.subs:
+            expr = expr.subs(self.subs)
         if isinstance(expr, sp.logic.boolalg.BooleanAtom):
             return bool(expr)
+        if isinstance(expr, sp.logic.boolalg.Boolean):
+            raise ValueError(f"{API}: the condition {_text(expr)} is not True or False")
         if expr is sp.nan:
             return float("nan")
         try:
-            number = complex(expr.evalf(17))
+            number = complex(expr.evalf(17, subs=self.subs or None))
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{API}: the constant {_text(expr)} has no numeric value") from exc
         if number.imag != 0:
@@ -87,12 +92,16 @@ def _denominator(factor: sp.Basic) -> bool:
 
 
 class _Converter:
-    def __init__(self, mapping: Mapping, dtype: np.dtype, eager: bool):
+    def __init__(self, mapping: Mapping, literals: dict, dtype: np.dtype, eager: bool):
         self.mapping = mapping
+        self.literals = literals
         self.dtype = dtype
         self.eager = eager
         self.table = reverse_table()
         self.memo: dict = {}
+
+    def number(self, expr: sp.Basic) -> _Number:
+        return _Number(expr, self.literals)
 
     # --- the walk ---------------------------------------------------------------------------
     def children(self, node: Any) -> list:
@@ -135,14 +144,14 @@ class _Converter:
     def build(self, node: Any, values: list) -> Any:
         if isinstance(node, tuple):
             if all(isinstance(v, _Number) for v in values):
-                return _Number(-node[1])
+                return self.number(-node[1])
             return self.product(node[1], values, negate=True)
         if isinstance(node, sp.Symbol):
             return self.symbol(node)
         if node.is_Atom or not node.args:
-            return _Number(node)
+            return self.number(node)
         if all(isinstance(v, _Number) for v in values) and not isinstance(node, sp.Piecewise):
-            return _Number(node)
+            return self.number(node)
         if node.is_Add:
             return self.sum(node, values)
         if node.is_Mul:
@@ -152,14 +161,16 @@ class _Converter:
         return self.function(node, dict(zip(node.args, values)))
 
     def symbol(self, symbol: sp.Symbol) -> Any:
+        if symbol in self.literals:
+            return self.number(symbol)
         if symbol in self.mapping:
             return self.mapping[symbol]
-        same = [s for s in self.mapping if getattr(s, "name", None) == symbol.name]
+        same = [s for s in (*self.mapping, *self.literals) if getattr(s, "name", None) == symbol.name]
         hint = (f"; mapping has a symbol named {symbol.name!r} with other assumptions "
                 f"({same[0].assumptions0} vs {symbol.assumptions0}): use the same Symbol"
                 if same else "")
         raise FeedError(f"{API}: the expression's free symbol {symbol.name!r} is not in "
-                        f"mapping (keys: {', '.join(sorted(str(s) for s in self.mapping))})"
+                        f"mapping (keys: {', '.join(sorted(str(s) for s in (*self.mapping, *self.literals)))})"
                         f"{hint}")
 
     def apply(self, op: Any, inputs: list) -> Any:
@@ -194,7 +205,7 @@ class _Converter:
             if entry.match((sp.S.Zero, exponent)) is not None and entry.pattern[0] == 0:
                 if entry.numbers:
                     return self.apply(entry.op, [base])
-                return self.apply(entry.op, [base, _Number(exponent)])
+                return self.apply(entry.op, [base, self.number(exponent)])
         raise NotImplementedError(f"{API}: no op for Pow")  # pow is always in the table
 
     def product(self, node: sp.Mul, values: list, negate: bool) -> Any:
@@ -218,10 +229,10 @@ class _Converter:
         else:
             p, q = magnitude, sp.S.One
         if p != 1:
-            top.insert(0, _Number(p))
+            top.insert(0, self.number(p))
         if q != 1:
-            bottom.append(_Number(q))
-        result = self.fold(R.multiply, top) if top else _Number(sp.S.One)
+            bottom.append(self.number(q))
+        result = self.fold(R.multiply, top) if top else self.number(sp.S.One)
         if bottom:
             result = self.apply(R.divide, [result, self.fold(R.multiply, bottom)])
         return self.apply(R.negative, [result]) if sign else result
@@ -244,7 +255,7 @@ class _Converter:
         if plus:
             result = self.fold(R.add, plus)
         elif number != 0 and not (number.is_number and number.is_negative):
-            result, number = _Number(number), sp.S.Zero
+            result, number = self.number(number), sp.S.Zero
         else:
             result = self.apply(R.negative, [minus.pop(0)])
         for value in minus:
@@ -252,12 +263,12 @@ class _Converter:
         if number != 0:
             negative = bool(number.is_number and number.is_negative)
             result = self.apply(R.subtract if negative else R.add,
-                                [result, _Number(-number if negative else number)])
+                                [result, self.number(-number if negative else number)])
         return result
 
     def piecewise(self, values: list) -> Any:
         pairs = list(zip(values[0::2], values[1::2]))
-        result: Any = _Number(sp.nan)
+        result: Any = self.number(sp.nan)
         for value, condition in reversed(pairs):
             if isinstance(condition, _Number):
                 if condition.value():
@@ -286,17 +297,22 @@ def _dtype_of(values: list) -> np.dtype:
 
 
 def _mapping(mapping: Any) -> tuple:
-    """``(symbol -> Tensor or eager value, eager)`` from the user's mapping (not modified)."""
+    """``(symbol -> Tensor or eager value, symbol -> sympy number, eager)`` from the user's
+    mapping (not modified). Python numbers are numbers of the expression (weak literals,
+    folded with the expression's other numbers)."""
     if not isinstance(mapping, Mapping):
         raise TypeError(f"{API}: mapping must be a dict {{sympy.Symbol: Tensor or array}}, "
                         f"got {type(mapping).__name__}")
-    values = {}
+    values, literals = {}, {}
     for key, value in mapping.items():
         if not isinstance(key, sp.Symbol):
             raise TypeError(f"{API}: mapping key {key!r} is {type(key).__name__}; keys must "
                             "be sympy Symbols (sympy.Symbol('x'))")
         if value is None:
             raise TypeError(f"{API}: mapping[{key.name}] is None; pass a Tensor or an array")
+        if isinstance(value, (bool, int, float)):
+            literals[key] = sp.sympify(value)
+            continue
         values[key] = value
     eager = any(isinstance(v, (EagerTensor, Variable)) for v in values.values())
     for key, value in values.items():   # arrays: constants, or eager values beside eager ones
@@ -305,7 +321,7 @@ def _mapping(mapping: Any) -> tuple:
                 values[key] = EagerTensor(to_array(value)) if eager else constant(value)
             except (DTypeError, TypeError, ValueError) as exc:
                 raise DTypeError(f"{API}: mapping[{key.name}]: {exc}") from exc
-    return values, eager
+    return values, literals, eager
 
 
 def _broadcast(elements: list, api_names: list) -> list:
@@ -331,8 +347,8 @@ def from_sympy(expr: Any, mapping: Mapping) -> Any:
     ``Matrix``/``ImmutableMatrix`` (a Tensor of shape ``matrix.shape + broadcast shape``,
     the Matrix axes first, as ``lambdify`` gives). ``mapping``: ``{sympy.Symbol: Tensor,
     eager value (sg.Variable) or array}``; values broadcast elementwise (numpy rules);
-    with eager values the result is computed at once. Numbers take the dtype of the tensors
-    they meet. A sympy function without a symgrad op: NotImplementedError naming it; a free
+    with eager values the result is computed at once. Numbers (in ``expr`` or Python numbers
+    in ``mapping``) take the dtype of the tensors they meet. A sympy function without a symgrad op: NotImplementedError naming it; a free
     symbol missing from ``mapping``: ``sg.FeedError`` (ValueError) naming it. The functions
     covered are listed in docs/from_sympy.md (``symgrad.interop.sympy_table.covered()``).
 
@@ -343,8 +359,8 @@ def from_sympy(expr: Any, mapping: Mapping) -> Any:
     >>> sg.evaluate(sg.from_sympy(sp.sqrt(a) / b + sp.pi, {a: X, b: 2.0}), {X: [1.0, 4.0]})
     array([3.64159265, 4.14159265])
     """
-    values, eager = _mapping(mapping)
-    converter = _Converter(values, _dtype_of(list(values.values())), eager)
+    values, literals, eager = _mapping(mapping)
+    converter = _Converter(values, literals, _dtype_of(list(values.values())), eager)
     if isinstance(expr, sp.MatrixBase):
         rows, cols = expr.shape
         if rows * cols == 0:
