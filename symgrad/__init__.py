@@ -58,3 +58,6 @@ __all__ += ["ForwardAccumulator"]
 from . import sparse  # noqa: E402
 from .sparse import SparseTensor, hessian_sparsity, sparsity  # noqa: E402
 __all__ += ["SparseTensor", "hessian_sparsity", "sparsity"]
+# sympy in: sympy expressions and matrices as Tensors (symgrad/interop, docs/from_sympy.md)
+from .interop.sympy_in import from_sympy  # noqa: E402
+__all__ += ["from_sympy"]

@@ -129,7 +129,8 @@ def hessians(ys: Any, xs: Any, name: str = "hessians", colocate_gradients_with_o
 
     Only the diagonal blocks: ``hessians(y, [x, z])[1]`` is d2 y / dz2, with no cross
     terms. An x that ys do not depend on gives None; a second derivative that is
-    unconnected (ys linear in x) gives zeros. ``aggregation_method`` has no effect.
+    unconnected (ys linear in x) gives zeros. ``hessians(x, x)`` (x itself among ys) is a
+    ValueError, as in TF. ``aggregation_method`` has no effect.
 
     >>> import symgrad as sg
     >>> x = sg.placeholder("x", shape=(2,))
@@ -149,6 +150,14 @@ def hessians(ys: Any, xs: Any, name: str = "hessians", colocate_gradients_with_o
             raise ValueError(f"sg.hessians: xs[{k}] must be a symgrad Tensor with a static "
                              f"shape, got {type(x).__name__} {x!r}")
         _static_shape(x, "sg.hessians", f"xs[{k}]")
+    ys_list = list(ys) if isinstance(ys, (list, tuple)) else [ys]
+    for k, x in enumerate(xs):
+        if any(y is x for y in ys_list):
+            raise ValueError(f"sg.hessians: xs[{k}] {describe(x)} is also one of ys: the "
+                             "gradient of x with respect to itself is the seed (ones), which "
+                             "does not depend on x, and tf.hessians(x, x) raises ValueError "
+                             "(TF's testHessianInvalidDimension); take the Hessian of a "
+                             "function of x")
     with name_scope(name):
         firsts = gradients(ys, xs, name=None, gate_gradients=gate_gradients,
                            aggregation_method=aggregation_method)

@@ -30,7 +30,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..custom_op import group_of
-from ..errors import ShapeError, UnconnectedGradientError
+from ..errors import ShapeError, TapeError, UnconnectedGradientError
 from ..graph.traversal import topological_order
 from ..ops.functions import F
 from ..ops.layout.api import stack
@@ -121,6 +121,15 @@ def reshaped(value: Any, shape: tuple) -> Any:
     return F.reshape(value, shape)
 
 
+def check_pfor(tape: Any, api: str, experimental_use_pfor: bool) -> None:
+    """TF: without pfor the Jacobian is a loop of gradient calls, so eagerly it needs a
+    persistent tape (RuntimeError otherwise; a used tape gets the usual error first)."""
+    if not experimental_use_pfor and not tape.persistent and not tape._used:
+        raise TapeError(f"GradientTape.{api}: GradientTape must be created with "
+                        f"persistent=True to compute the {api} with eager execution enabled "
+                        "and with experimental_use_pfor set to False")
+
+
 # --- batch_jacobian ---------------------------------------------------------------------------
 def _check_shapes(y: EagerTensor, source: Any) -> None:
     for what, shape in (("target", tuple(y.shape)), ("source", tuple(source.shape))):
@@ -160,13 +169,16 @@ def _from_rows(rows: list, y: EagerTensor, source: Any, shape: tuple) -> Any:
     return F.reshape(stack(full, axis=1), shape)
 
 
-def batch_jacobian(tape: Any, target: Any, source: Any, unconnected_gradients: Any) -> Any:
+def batch_jacobian(tape: Any, target: Any, source: Any, unconnected_gradients: Any,
+                   experimental_use_pfor: bool = True) -> Any:
     """The body of ``GradientTape.batch_jacobian`` (see the module docstring)."""
+
     rule = policy(unconnected_gradients)
     check_eager(target, "GradientTape.batch_jacobian: target")
     check_eager(source, "GradientTape.batch_jacobian: source")
     y = as_eager(target)
     _check_shapes(y, source)
+    check_pfor(tape, "batch_jacobian", experimental_use_pfor)
     tape._start_call("batch_jacobian")
     shape = tuple(y.shape) + tuple(source.shape[1:])
     try:

@@ -41,6 +41,10 @@ from .structure import flatten, unflatten
 API = "sg.ForwardAccumulator"
 
 
+class AccumulatorReentryError(TapeError, ValueError):
+    """Entering an accumulator that is already active (TF raises ValueError)."""
+
+
 def _key(value: Any) -> int:
     return value._id
 
@@ -155,17 +159,29 @@ class ForwardAccumulator:
 
     def __init__(self, primals: Any, tangents: Any):
         self._recording = False
+        self._entered = 0
         self._tangents: dict = {}
         for k, (primal, value) in enumerate(_pairs(primals, tangents)):
             tangent = _tangent(primal, k, value)
-            previous = self._tangents.get(_key(primal))
-            self._tangents[_key(primal)] = tangent if previous is None else previous + tangent
+            if _key(primal) in self._tangents:
+                raise ValueError(f"{API}: primals[{k}] '{primal.name}' was specified as a "
+                                 "primal multiple times (TF: this may indicate an error); "
+                                 "pass it once with the sum of its tangents")
+            self._tangents[_key(primal)] = tangent
+
+    def _watch(self, primal: Any, tangent: Any) -> None:
+        """Add ``tangent`` to ``primal``'s (TF's private ``_watch``: watching again adds)."""
+        value = _tangent(primal, 0, tangent)
+        previous = self._tangents.get(_key(primal))
+        self._tangents[_key(primal)] = value if previous is None else previous + value
 
     def __enter__(self) -> "ForwardAccumulator":
         if any(a is self for a in state.accumulators()):
-            raise TapeError(f"{API}: this accumulator is already active; enter it once")
+            raise AccumulatorReentryError(f"{API}: this accumulator is already active (it is "
+                                          "already recording); enter it once")
         state.accumulators().append(self)
         self._recording = True
+        self._entered = state.stamp()
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -182,10 +198,12 @@ class ForwardAccumulator:
 
     @contextlib.contextmanager
     def _hidden(self) -> Iterator[None]:
-        """This accumulator and those entered after it do not see the ops inside."""
+        """This accumulator, those entered after it and the tapes entered after it do not see
+        the ops inside (TF: a tape inside the accumulator does not record its tangents)."""
         stack = state.accumulators()
         start = next(k for k, a in enumerate(stack) if a is self)
         hidden = [a for a in stack[start:] if a._recording]
+        hidden += state.tapes_entered_after(self._entered)
         for a in hidden:
             a._recording = False
         try:

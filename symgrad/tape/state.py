@@ -28,6 +28,19 @@ def _stack() -> list:
 def push(tape: Any) -> None:
     """Make ``tape`` active (innermost)."""
     _stack().append(tape)
+    tape._entered = stamp()
+
+
+def stamp() -> int:
+    """A number larger than every earlier one: the order in which tapes and accumulators were
+    entered (nesting, not creation, decides who sees whose computations)."""
+    _local.entries = getattr(_local, "entries", 0) + 1
+    return _local.entries
+
+
+def tapes_entered_after(entered: int) -> list:
+    """The recording tapes entered after the stamp ``entered`` (inner to it)."""
+    return [t for t in recording_tapes() if getattr(t, "_entered", 0) > entered]
 
 
 def remove(tape: Any) -> None:

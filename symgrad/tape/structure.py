@@ -26,17 +26,18 @@ def flatten(structure: Any) -> list:
 
 def unflatten(structure: Any, leaves: list) -> Any:
     """``structure`` with its leaves replaced by ``leaves`` (in ``flatten`` order)."""
-    iterator = iter(leaves)
+    return _build(structure, iter(leaves))
 
-    def build(node: Any) -> Any:
-        if isinstance(node, _SEQUENCES):
-            return type(node)(build(item) for item in node)
-        if isinstance(node, dict):
-            built = {key: build(node[key]) for key in sorted(node)}
-            return {key: built[key] for key in node}
-        return next(iterator)
 
-    return build(structure)
+def _build(node: Any, iterator: Any) -> Any:
+    """A module-level function, not a recursive closure: a closure that calls itself is a
+    reference cycle, which would keep the leaves alive until the garbage collector runs."""
+    if isinstance(node, _SEQUENCES):
+        return type(node)(_build(item, iterator) for item in node)
+    if isinstance(node, dict):
+        built = {key: _build(node[key], iterator) for key in sorted(node)}
+        return {key: built[key] for key in node}
+    return next(iterator)
 
 
 def flatten_like(structure: Any, values: Any) -> list:

@@ -27,7 +27,7 @@ from ..errors import TapeError, UnconnectedGradientError
 from ..ops.functions import F
 from . import state
 from .backward import Record, backward, key_of
-from .batch import batched_vjps, identity_seeds, reshaped
+from .batch import batched_vjps, check_pfor, identity_seeds, reshaped
 from .eager import EagerTensor, Variable, as_eager
 from .structure import flatten, flatten_like, unflatten
 from .seeds import check_eager, policy, seed_for
@@ -213,6 +213,7 @@ class GradientTape:
         for k, s in enumerate(flat_sources):
             check_eager(s, f"GradientTape.jacobian: sources[{k}]")
         y = as_eager(target)
+        check_pfor(self, "jacobian", experimental_use_pfor)
         self._start_call("jacobian")
         try:
             batched = None
@@ -240,7 +241,8 @@ class GradientTape:
         ``[b, i, j] = d sum_m target[m, i] / d source[b, j]`` (see ``tape/batch.py``)."""
         from .batch import batch_jacobian
 
-        return batch_jacobian(self, target, source, unconnected_gradients)
+        return batch_jacobian(self, target, source, unconnected_gradients,
+                              experimental_use_pfor)
 
     def _jacobian_row(self, y: EagerTensor, index: tuple, sources: list) -> list:
         seed = np.zeros(y.shape, y.dtype)

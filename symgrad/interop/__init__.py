@@ -1,0 +1,1 @@
+"""Conversions between symgrad and other libraries (sympy expressions in: ``sympy_in``)."""
