@@ -407,7 +407,7 @@ class _SimulatorLaunch:
 
     def __init__(self, kernel, config: tuple):
         self.kernel, self.config = kernel, config
-        held = SIGNATURES.get(kernel)
+        held = signature_of(kernel)
         self.argtypes = held.argtypes if held is not None else None
 
     def __call__(self, *args):
@@ -432,9 +432,23 @@ SIGNATURES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 (0.30) does not take new attributes."""
 
 
+_UNWEAKABLE: dict = {}   # id -> (kernel, signature) for a kernel no weak reference takes
+
+
 def signature_of(kernel):
     """The ``KernelSignature`` a generated kernel was built with (None: not ours)."""
-    return SIGNATURES.get(kernel)
+    try:
+        return SIGNATURES.get(kernel)
+    except TypeError:
+        held = _UNWEAKABLE.get(id(kernel))
+        return held[1] if held is not None and held[0] is kernel else None
+
+
+def _hold(kernel, held: KernelSignature) -> None:
+    try:
+        SIGNATURES[kernel] = held
+    except TypeError:
+        _UNWEAKABLE[id(kernel)] = (kernel, held)
 
 
 def kernel_jit(signature: str, cache: bool):
@@ -456,7 +470,7 @@ def kernel_jit(signature: str, cache: bool):
         else:
             kernel = cuda.jit(signature, cache=cache)(fn)
             SIGNED["compiled"] += 1
-        SIGNATURES[kernel] = held
+        _hold(kernel, held)
         return kernel
     return compiled
 
