@@ -283,5 +283,12 @@ def test_host_memory_dressed_as_device_memory_is_refused(runtime, monkeypatch, u
     with pytest.raises(sg.errors.FeedError, match=r"argument 'x'.*0x[0-9a-f]+ is "
                        r"unregistered \(pageable\) host memory, not device memory"):
         f(fake.asarray(host))
+
+    class Dressed:     # no library: only an interface, read before CuPy touches it
+        __cuda_array_interface__ = {"shape": (6,), "typestr": "<f8", "version": 3,
+                                    "data": (host.ctypes.data, False)}
+
+    with pytest.raises(sg.errors.FeedError, match=r"argument 'x'.*not device memory"):
+        f(Dressed())
     assert f.module.LAUNCHERS_ == {}                    # nothing was launched
     np.testing.assert_allclose(to_host(f(fake.asarray(host + 1))), np.sin(host + 1) * 2.5)

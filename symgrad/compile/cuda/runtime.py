@@ -238,15 +238,15 @@ def as_device_array(value):
         return _simulated(value)
     cupy = array_module()
     if isinstance(value, cupy.ndarray):
-        array = value
-    elif hasattr(value, "__dlpack__"):   # PyTorch, JAX: stream-ordered, no host sync
+        if value.size:
+            device_memory_check(int(value.data.ptr), memory_type)
+        return value
+    if hasattr(value, "__dlpack__"):     # PyTorch, JAX: stream-ordered, no host sync
         return cupy.from_dlpack(value)   # (CuPy refuses a capsule that is not on a GPU)
-    else:
-        interface(value)
-        array = cupy.asarray(value)      # __cuda_array_interface__ (numba device arrays)
-    if array.size:
-        device_memory_check(int(array.data.ptr), memory_type)
-    return array
+    pointer = interface(value)["data"][0]   # checked before CuPy reads the pointer
+    if pointer:
+        device_memory_check(int(pointer), memory_type)
+    return cupy.asarray(value)           # __cuda_array_interface__ (numba device arrays)
 
 
 INTERFACE_KEYS = ("shape", "typestr", "data", "version")
