@@ -122,6 +122,9 @@ def test_a_pointer_query_that_fails_means_host_memory(monkeypatch):
             runtime=types.SimpleNamespace(pointerGetAttributes=query)))
         monkeypatch.setattr(rt, "array_module", lambda fake=fake: fake)
         assert rt.memory_type(0x1000) == want
+    bare = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=types.SimpleNamespace()))
+    monkeypatch.setattr(rt, "array_module", lambda: bare)
+    assert rt.memory_type(0x1000) is None       # cannot say: not refused
 
 
 # --- sparse outputs ------------------------------------------------------------------

@@ -287,9 +287,12 @@ def memory_type(pointer: int):
     host, 1 registered host, 2 device, 3 managed; None when the runtime cannot say). A
     runtime that fails on unregistered host memory (CUDA < 11) answers 0."""
     runtime = array_module().cuda.runtime
+    query = getattr(runtime, "pointerGetAttributes", None)
+    if query is None:
+        return None
     try:
-        attributes = runtime.pointerGetAttributes(pointer)
-    except Exception:  # noqa: BLE001 - cudaErrorInvalidValue: memory CUDA does not know
+        attributes = query(pointer)
+    except getattr(runtime, "CUDARuntimeError", RuntimeError):   # cudaErrorInvalidValue
         return 0
     kind = getattr(attributes, "type", getattr(attributes, "memoryType", None))
     return None if kind is None or kind < 0 else int(kind)
