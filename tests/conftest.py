@@ -22,3 +22,16 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("thorough", deadline=None, max_examples=300)
 settings.load_profile(os.environ.get("SYMGRAD_HYPOTHESIS_PROFILE", "default"))
+
+
+def pytest_runtest_setup(item):
+    """``@pytest.mark.simulator_only(reason=...)``: skipped on a GPU, with the reason."""
+    marker = item.get_closest_marker("simulator_only")
+    if marker is None:
+        return
+    import pytest
+    reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+    if not reason:
+        pytest.fail(f"{item.nodeid}: @pytest.mark.simulator_only needs a reason")
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
+        pytest.skip(f"simulator only: {reason}")

@@ -51,3 +51,68 @@ def compiled_matches_evaluate(inputs: list, outputs: list, args: tuple, target: 
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
     return f
+
+
+# --- CUDA results, the same on the simulator and a GPU (docs/cuda.md "GPU results") --------
+
+def on_simulator() -> bool:
+    """True when numba.cuda is the simulator (NUMBA_ENABLE_CUDASIM=1, as in CI)."""
+    from numba import config
+    return bool(config.ENABLE_CUDASIM)
+
+
+def to_host(value):
+    """Any result of a cuda function on the host: numpy for dense results (numpy, numba
+    device arrays real or simulated, CuPy, PyTorch, JAX), scipy for sparse ones; None
+    stays None."""
+    if value is None or isinstance(value, np.ndarray):
+        return value
+    module = type(value).__module__.partition(".")[0]
+    if module == "scipy":
+        return value
+    if hasattr(value, "copy_to_host"):                       # numba device arrays
+        return value.copy_to_host()
+    if module in ("cupy", "cupyx"):
+        return value.get()                                    # dense, or a scipy sparse
+    if module == "torch":
+        if value.layout != __import__("torch").strided:       # sparse CSR -> scipy
+            import scipy.sparse as sparse
+            return sparse.csr_array((value.values().cpu().numpy(),
+                                     value.col_indices().cpu().numpy(),
+                                     value.crow_indices().cpu().numpy()),
+                                    shape=tuple(value.shape))
+        return value.detach().cpu().numpy()
+    return np.asarray(value)                                  # JAX, plain numbers
+
+
+def is_numba_device_array(value) -> bool:
+    """A numba device array, real or simulated (not a host array)."""
+    return bool(getattr(value, "__cuda_ndarray__", False)) and not isinstance(value, np.ndarray)
+
+
+def device_span(array) -> tuple:
+    """(first byte, end) of a device array's memory: its ``__cuda_array_interface__`` on
+    a GPU, the host memory standing for it under the simulator."""
+    if on_simulator() and hasattr(array, "_ary"):
+        array = array._ary
+    desc = array.__cuda_array_interface__ if hasattr(array, "__cuda_array_interface__") \
+        else array.__array_interface__
+    start = desc["data"][0]
+    return start, start + array.nbytes
+
+
+def shares_device_memory(a, b) -> bool:
+    """Whether two device arrays' memory ranges overlap (a result that is a copy of an
+    argument does not)."""
+    (a0, a1), (b0, b1) = device_span(a), device_span(b)
+    return a0 < b1 and b0 < a1
+
+
+def interface_of(device_array) -> dict:
+    """A numba device array's ``__cuda_array_interface__`` (under the simulator, where
+    device memory is host memory, the one of the host memory standing for it)."""
+    if hasattr(device_array, "__cuda_array_interface__"):
+        return dict(device_array.__cuda_array_interface__)
+    desc = device_array._ary.__array_interface__
+    return {"shape": desc["shape"], "typestr": desc["typestr"], "data": desc["data"],
+            "strides": desc.get("strides"), "version": 3}

@@ -22,6 +22,7 @@ from hypothesis import given, settings, strategies as st
 import symgrad as sg
 from symgrad.errors import FeedError, ShapeError
 
+from .helpers import interface_of, is_numba_device_array, shares_device_memory, to_host
 from .test_compile_random import BINARY, UNARY, build
 
 pytestmark = [pytest.mark.cuda, pytest.mark.compiled,
@@ -134,30 +135,48 @@ def test_matmul_on_the_device_and_steps_through_the_host(cuda):
 
 
 def test_device_arrays_in_device_arrays_out(cuda):
+    """numba device arrays in, numba device arrays out (docs/cuda.md "GPU results")."""
     x = sg.placeholder("x", shape=(8,))
     y = sg.reduce_sum(sg.exp(x) * x)
     outs = [y, x] + sg.gradients(y, x)
     f = sg.function([x], outs, target="cuda")
     xv = np.linspace(-1, 1, 8)
     got = f(cuda.to_device(xv))
-    assert all(hasattr(g, "copy_to_host") and not isinstance(g, np.ndarray) for g in got)
+    assert all(is_numba_device_array(g) for g in got)
     want = sg.function([x], outs)(xv)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.copy_to_host(), w, rtol=1e-12)
 
 
-def test_cuda_array_interface_objects_are_wrapped(cuda, monkeypatch):
+class Foreign:
+    """A device array of no known library: only ``__cuda_array_interface__`` (what a
+    CuPy array or a torch CUDA tensor offers); ``keep`` holds the memory alive."""
+
+    def __init__(self, desc: dict, keep=None):
+        self.__cuda_array_interface__, self.keep = desc, keep
+
+
+def test_cuda_array_interface_objects_are_wrapped(cuda):
+    """An object with only a CUDA array interface is taken without a copy; its results
+    are numba device arrays (the generic consumer of the interface)."""
     from symgrad.compile.cuda import runtime as cuda_runtime
 
-    class Foreign:   # stands in for a CuPy array / torch CUDA tensor
-        __cuda_array_interface__ = {"version": 3}
-
     device = cuda.to_device(np.arange(4.0))
-    monkeypatch.setattr(cuda_runtime.cuda, "as_cuda_array", lambda obj: device, raising=False)
-    assert cuda_runtime.is_device_array(Foreign())
+    foreign = Foreign(interface_of(device), keep=device)
+    assert cuda_runtime.is_device_array(foreign)
     x = sg.placeholder("x", shape=(4,))
-    got = sg.function([x], x * 2.0, target="cuda")(Foreign())
-    np.testing.assert_allclose(got.copy_to_host(), np.arange(4.0) * 2)
+    got = sg.function([x], x * 2.0, target="cuda")(foreign)
+    assert is_numba_device_array(got)
+    np.testing.assert_allclose(to_host(got), np.arange(4.0) * 2)
+
+
+def test_an_incomplete_array_interface_is_a_feed_error(cuda):
+    """A ``__cuda_array_interface__`` without 'shape' (what CuPy answered with KeyError:
+    'shape' on a GPU) is refused before anything reads it, naming the argument."""
+    x = sg.placeholder("x", shape=(4,))
+    f = sg.function([x], x * 2.0, target="cuda")
+    with pytest.raises(FeedError, match=r"argument 'x'.*Foreign.*without 'shape', 'typestr'"):
+        f(Foreign({"version": 3, "data": (0, False)}))
 
 
 def test_argument_errors_match_the_cpu_target(cuda):
@@ -247,10 +266,10 @@ def test_structural_steps_stay_on_the_device(cuda):
     cuda_runtime.TRANSFERS.clear()
     got = f(*device)
     assert dict(cuda_runtime.TRANSFERS) == {"check": 1}     # gather's index flags
-    assert all(cuda_runtime.is_device_array(g) for g in got)
+    assert all(is_numba_device_array(g) for g in got)   # numba in, numba out
     for g, w in zip(got, want):
-        np.testing.assert_allclose(g.copy_to_host(), w, rtol=1e-12, atol=1e-12)
-    assert not np.shares_memory(got[2]._ary, device[0]._ary)   # an input returned: a copy
+        np.testing.assert_allclose(to_host(g), w, rtol=1e-12, atol=1e-12)
+    assert not shares_device_memory(got[2], device[0])   # an input returned: a copy
 
 
 def test_explain_says_where_each_cuda_step_runs(cuda):

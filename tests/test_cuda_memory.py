@@ -71,6 +71,16 @@ def test_install_is_off_under_the_simulator_without_cupy_or_when_disabled(monkey
     assert cuda_memory.install(simulator=False) is False
 
 
-def test_the_runtime_does_not_install_it_under_the_simulator():
+def test_the_runtime_installs_it_only_on_a_gpu_with_cupy():
+    """Under the simulator never; on a GPU exactly when CuPy imports and
+    SYMGRAD_CUDA_EMM is not 0 (the same conditions ``install`` reads)."""
+    import importlib.util
+    import os
+
     from symgrad.compile.cuda import runtime as cuda_runtime
-    assert cuda_runtime.SIMULATOR and cuda_runtime.POOLED is False
+    if cuda_runtime.SIMULATOR:
+        assert cuda_runtime.POOLED is False
+    else:
+        wanted = importlib.util.find_spec("cupy") is not None and \
+            os.environ.get(cuda_memory.ENV, "1") != "0"
+        assert cuda_runtime.POOLED is wanted

@@ -111,8 +111,18 @@ def test_tile_configuration_fills_the_device(monkeypatch):
     """Row blocks of TILE_THREADS x chunks of the other axis, so that a small N still has
     TILE_BLOCKS_PER_SM blocks per SM; the simulator uses SIM_CHUNKS chunks."""
     from symgrad.compile.cuda import runtime as rt
-    assert rt.tile_configuration(37, 37) == (2 * rt.SIM_CHUNKS, rt.SIM_THREADS)
-    assert rt.tile_configuration(37, 5) == (2, rt.SIM_THREADS)
+    limits = rt.device_limits()          # the device query tile_configuration reads
+    if limits.simulator:
+        assert rt.tile_configuration(37, 37) == (2 * rt.SIM_CHUNKS, rt.SIM_THREADS)
+        assert rt.tile_configuration(37, 5) == (2, rt.SIM_THREADS)
+    else:   # this GPU: row blocks x chunks, until its SMs are full or the tiles run out
+        want = rt.TILE_BLOCKS_PER_SM * limits.sm_count
+        for own, other in [(37, 37), (37, 5), (300, 4000)]:
+            blocks, threads = rt.tile_configuration(own, other)
+            assert threads % limits.warp == 0 and threads <= rt.TILE_THREADS
+            rows, tiles = -(-own // threads), -(-other // threads)
+            assert blocks % rows == 0 and 1 <= blocks // rows <= tiles
+            assert blocks // rows == tiles or blocks >= want
     h100 = rt.DeviceLimits(132, 1024, 32, 2048, False)
     monkeypatch.setattr(rt, "device_limits", lambda: h100)
     rt.tile_configuration.cache_clear()

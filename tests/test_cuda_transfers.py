@@ -11,11 +11,13 @@ structural step of these graphs runs through ``cuda_steps.FORMS`` here too.
 from __future__ import annotations
 
 import re
+import sys
 
 import numpy as np
 import pytest
 
 import symgrad as sg
+from tests.helpers import is_numba_device_array, shares_device_memory, to_host
 from tests.conformance.loader import CASES_DIR, build_case, load_cases
 from tests.conformance.v2 import V2_DIR
 
@@ -50,7 +52,7 @@ def _assert_close(got, want, case):
         if w is None:
             assert g is None, case
             continue
-        g = g.copy_to_host() if hasattr(g, "copy_to_host") else np.asarray(g)
+        g = to_host(g)
         assert g.dtype == w.dtype and g.shape == w.shape, case
         np.testing.assert_array_equal(g, w, err_msg=case)
 
@@ -74,8 +76,8 @@ def test_a_plan_makes_no_host_round_trip(case, runtime):
     got, counts = _counted(runtime, lambda: f(*device))
     assert set(counts) <= {"check"} and counts.get("check", 0) <= ALLOWED_CHECKS, \
         (case["name"], counts)
-    if device:      # device arguments: device results (no arguments: host results)
-        assert all(cuda_runtime.is_device_array(g) for g in got if g is not None)
+    if device:      # numba device arguments: numba device results (none: host results)
+        assert all(is_numba_device_array(g) for g in got if g is not None)
     _assert_close(got, host, case["name"])
 
 
@@ -134,10 +136,10 @@ def test_mixed_host_and_device_arguments(runtime):
     dx = cuda.to_device(xv)
     got, counts = _counted(runtime, lambda: f(dx, wv, uv))
     assert counts == {"input": 2}
-    assert all(cuda_runtime.is_device_array(g) for g in got)
-    assert not np.shares_memory(got[2]._ary, dx._ary)
+    assert all(is_numba_device_array(g) for g in got)
+    assert not shares_device_memory(got[2], dx)
     for g, w_ in zip(got, want):
-        np.testing.assert_allclose(g.copy_to_host(), w_, rtol=1e-12)
+        np.testing.assert_allclose(to_host(g), w_, rtol=1e-12)
 
 
 def test_every_array_function_of_the_forms_exists_in_cupy():
@@ -159,15 +161,26 @@ def test_every_array_function_of_the_forms_exists_in_cupy():
 
 
 class _FakeCupyArray(np.ndarray):
-    """A "device" array of the fake CuPy below: numpy memory with a CAI-like marker."""
+    """A "device" array of the fake CuPy below: numpy memory with CuPy's interface and
+    its ``data.ptr``."""
 
     @property
     def __cuda_array_interface__(self):
-        return {"shape": self.shape, "typestr": self.dtype.str, "version": 3}
+        return {"shape": self.shape, "typestr": self.dtype.str, "version": 3,
+                "data": (self.ctypes.data, False)}
+
+    @property
+    def data(self):
+        import types
+        return types.SimpleNamespace(ptr=self.ctypes.data)
 
 
-def _fake_cupy():
-    """numpy dressed as CuPy: the module functions the GPU branch of cuda_runtime calls."""
+DEVICE, HOST = 2, 0     # cudaMemoryType of device memory, of unregistered host memory
+
+
+def _fake_cupy(host_pointers=()):
+    """numpy dressed as CuPy: the module functions the GPU branch of cuda_runtime calls.
+    Its pointer query says 'device memory' except for ``host_pointers``."""
     import types
 
     def wrapped(name: str):
@@ -180,6 +193,9 @@ def _fake_cupy():
             return out.view(_FakeCupyArray) if type(out) is np.ndarray else out
         return call
 
+    def attributes(pointer):
+        return types.SimpleNamespace(type=HOST if pointer in host_pointers else DEVICE)
+
     fake = types.ModuleType("cupy")
     fake.__getattr__ = wrapped
     fake.ndarray = _FakeCupyArray
@@ -187,46 +203,92 @@ def _fake_cupy():
     fake.asnumpy = lambda a: np.array(a, copy=True).view(np.ndarray)
     fake.from_dlpack = lambda a: np.from_dlpack(a).view(_FakeCupyArray)
     stream = types.SimpleNamespace(ptr=0)
-    fake.cuda = types.SimpleNamespace(get_current_stream=lambda: stream)
+    fake.cuda = types.SimpleNamespace(get_current_stream=lambda: stream,
+                                      runtime=types.SimpleNamespace(
+                                          pointerGetAttributes=attributes))
     return fake
 
 
-def test_the_gpu_branch_with_numpy_dressed_as_cupy(runtime, monkeypatch):
-    """The code paths taken on a GPU (CuPy arrays, asnumpy, from_dlpack, kernels handed
-    arrays through __cuda_array_interface__ without a sync) run here with a fake CuPy."""
-    import sys
+DRESSED = pytest.mark.simulator_only(
+    reason="numba's simulated kernels run on numpy memory dressed as CuPy arrays; on a GPU "
+           "real kernels would be launched on those host pointers")
 
+
+def dress(runtime, monkeypatch, host_pointers=()):
+    """The GPU branch of cuda_runtime over the fake CuPy; refuses to run on a GPU (where
+    kernels are real and the fake arrays are host memory) before patching anything."""
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
     cuda, cuda_runtime = runtime
-    fake = _fake_cupy()
+    if not cuda_runtime.SIMULATOR:
+        pytest.fail("numpy dressed as CuPy on a real GPU would launch on host pointers")
+    fake = _fake_cupy(host_pointers)
     monkeypatch.setitem(sys.modules, "cupy", fake)
     monkeypatch.setattr(cuda_runtime, "SIMULATOR", False)
     monkeypatch.setattr(cuda_runtime.cuda, "from_cuda_array_interface",
                         lambda desc, owner, sync: FakeCUDAArray(np.asarray(owner)),
                         raising=False)
-    cuda_runtime.array_module.cache_clear()
-    try:
-        assert cuda_runtime.array_module() is fake
-        p = sg.placeholder("p", shape=(5, 3))
-        i = sg.placeholder("i", shape=(2,), dtype="int64")
-        d = p[:, None, :] - p[None, :, :]
-        e = sg.reduce_sum(sg.exp(-sg.reduce_sum(d * d, axis=-1))) + \
-            sg.reduce_sum(sg.tanh(sg.gather(p, i) @ sg.transpose(p)))
-        outs = [e, p] + sg.gradients(e, p)
-        x, idx = np.random.default_rng(6).normal(size=(5, 3)), np.array([4, 1])
-        want = sg.function([p, i], outs)(x, idx)
-        f = sg.function([p, i], outs, target="cuda")
-        host, counts = _counted(runtime, lambda: f(x, idx))
-        assert counts == {"input": 2, "output": 2, "check": 1}
-        assert all(type(h) is np.ndarray for h in host)
-        device = [fake.asarray(x), cuda.to_device(idx)]     # CuPy and numba device arrays
-        got, counts = _counted(runtime, lambda: f(*device))
-        assert counts == {"check": 1}
-        assert all(isinstance(g, _FakeCupyArray) for g in got)
-        assert not np.shares_memory(got[1], device[0])
-        for g, w, h in zip(got, want, host):
-            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12)
-            np.testing.assert_allclose(h, w, rtol=1e-12)
-    finally:
-        cuda_runtime.array_module.cache_clear()
+    cuda_runtime.array_module.cache_clear()      # the fixture ``undress`` clears it again
+    return fake
+
+
+@pytest.fixture
+def undress(runtime):
+    yield
+    runtime[1].array_module.cache_clear()
+
+
+@DRESSED
+def test_the_gpu_branch_with_numpy_dressed_as_cupy(runtime, monkeypatch, undress):
+    """The code paths taken on a GPU (CuPy arrays, asnumpy, from_dlpack, kernels handed
+    arrays through __cuda_array_interface__ without a sync, the memory-type check) run
+    here with a fake CuPy. CuPy first in, CuPy out; numba first in, numba out."""
+    cuda, cuda_runtime = runtime
+    fake = dress(runtime, monkeypatch)
+    assert cuda_runtime.array_module() is fake
+    p = sg.placeholder("p", shape=(5, 3))
+    i = sg.placeholder("i", shape=(2,), dtype="int64")
+    d = p[:, None, :] - p[None, :, :]
+    e = sg.reduce_sum(sg.exp(-sg.reduce_sum(d * d, axis=-1))) + \
+        sg.reduce_sum(sg.tanh(sg.gather(p, i) @ sg.transpose(p)))
+    outs = [e, p] + sg.gradients(e, p)
+    x, idx = np.random.default_rng(6).normal(size=(5, 3)), np.array([4, 1])
+    want = sg.function([p, i], outs)(x, idx)
+    f = sg.function([p, i], outs, target="cuda")
+    host, counts = _counted(runtime, lambda: f(x, idx))
+    assert counts == {"input": 2, "output": 2, "check": 1}
+    assert all(type(h) is np.ndarray for h in host)
+    device = [fake.asarray(x), cuda.to_device(idx)]     # CuPy and numba device arrays
+    got, counts = _counted(runtime, lambda: f(*device))
+    assert counts == {"check": 1}
+    assert all(isinstance(g, _FakeCupyArray) for g in got)
+    assert not np.shares_memory(got[1], device[0])
+    for g, w, h in zip(got, want, host):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12)
+        np.testing.assert_allclose(h, w, rtol=1e-12)
+    got = f(cuda.to_device(x), fake.asarray(idx))        # numba first: numba results
+    assert all(is_numba_device_array(g) for g in got)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(to_host(g), w, rtol=1e-12)
+
+
+@DRESSED
+def test_host_memory_dressed_as_device_memory_is_refused(runtime, monkeypatch, undress):
+    """An argument whose pointer the CUDA runtime calls host memory is a FeedError naming
+    the argument, raised before any launch (a launch would be CUDA_ERROR_ILLEGAL_ADDRESS)."""
+    host = np.arange(6.0)
+    fake = dress(runtime, monkeypatch, host_pointers={host.ctypes.data})
+    x = sg.placeholder("x", shape=(6,))
+    f = sg.function([x], sg.sin(x) * 2.5, target="cuda")
+    with pytest.raises(sg.errors.FeedError, match=r"argument 'x'.*0x[0-9a-f]+ is "
+                       r"unregistered \(pageable\) host memory, not device memory"):
+        f(fake.asarray(host))
+
+    class Dressed:     # no library: only an interface, read before CuPy touches it
+        __cuda_array_interface__ = {"shape": (6,), "typestr": "<f8", "version": 3,
+                                    "data": (host.ctypes.data, False)}
+
+    with pytest.raises(sg.errors.FeedError, match=r"argument 'x'.*not device memory"):
+        f(Dressed())
+    assert f.module.LAUNCHERS_ == {}                    # nothing was launched
+    np.testing.assert_allclose(to_host(f(fake.asarray(host + 1))), np.sin(host + 1) * 2.5)

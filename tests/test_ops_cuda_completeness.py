@@ -10,6 +10,7 @@ import pytest
 import symgrad as sg
 from symgrad.ops.registry import REGISTRY
 
+from .helpers import to_host
 from .test_ops_registry import ELEMENTWISE, EXAMPLES, _example, _inputs
 
 CUDA_EXCLUDED: dict = {}
@@ -28,7 +29,7 @@ def _check(fn, arrays):
     want = sg.evaluate(outputs, feeds)
     got = sg.function(xs, outputs, target="cuda")(*arrays)
     for g, w in zip(got, want):
-        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-9, atol=1e-12, equal_nan=True)
+        np.testing.assert_allclose(to_host(g), w, rtol=1e-9, atol=1e-12, equal_nan=True)
 
 
 @pytest.mark.cuda

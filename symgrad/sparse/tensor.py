@@ -17,6 +17,7 @@ array([[2., 0., 0.],
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -41,7 +42,9 @@ class CsrLayout:
         return int(self.indices.size)
 
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_template": None}
+        state = {**self.__dict__, "_template": None}
+        state.pop("_device", None)     # device copies of the pattern (cuda/results.py)
+        return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -149,8 +152,20 @@ class Wrap:
     def __call__(self, results: Any) -> Any:
         layouts = self.layouts
         results = [results] if self.mode.single else results
-        return self.mode.pack([layouts[k].to_scipy(r) if k in layouts else r
+        return self.mode.pack([_sparse(layouts[k], r) if k in layouts else r
                                for k, r in enumerate(results)])
+
+
+def _sparse(layout: CsrLayout, values: Any) -> Any:
+    """A sparse result: a host ``csr_array``, or for a device call of the cuda target the
+    library's own sparse matrix (``compile/cuda/results.py``: CuPy -> ``cupyx.scipy.
+    sparse.csr_matrix``; numba device arrays -> a host ``csr_array``)."""
+    if type(values) is np.ndarray:
+        return layout.to_scipy(values)
+    runtime = sys.modules.get("symgrad.compile.cuda.runtime")   # loaded by any cuda call
+    if runtime is not None and runtime.is_device_array(values):
+        return runtime.sparse_result(layout, values)
+    return layout.to_scipy(values)
 
 
 class SparseFunction:

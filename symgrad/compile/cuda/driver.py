@@ -8,16 +8,19 @@ each line looks on the device:
 
 * an argument: a host array is checked by the CPU target's ``check_`` and uploaded once
   before its first device use (``upload_``); a device array (``__cuda_array_interface__``,
-  DLPack, numba) is taken as an ``xp`` array without a copy and checked through a
-  zero-strided stand-in of its shape and dtype;
+  DLPack, numba) is taken as an ``xp`` array without a copy (``as_device_``, which
+  refuses host memory dressed as device memory) and checked through a zero-strided
+  stand-in of its shape and dtype; the first one's library (``library_``) is ``dev_``;
 * an allocation: ``xp.empty`` / ``xp.zeros`` (CuPy's memory pool on a GPU);
 * a kernel or a loop nest: ``launcher_(name, elements, stream)`` binds the kernel to its
   launch configuration once per size and stream (cached in ``LAUNCHERS_``), then one
   asynchronous launch with the arrays passed through ``karg_`` (no copy, no sync);
 * a structural step: ``run_step_(ctx_, N<i>, ...)``, the op's device form
   (``cuda_steps.FORMS``: CuPy/cuBLAS on a GPU, numpy standing in under the simulator);
-* the return: device results (``export_``) when any argument was a device array, else one
-  download per result (``download_``), after one read of the deferred index checks.
+* the return: device results (``export_``) when any argument was a device array, in the
+  library of the first one (``dev_``: 'cupy', 'numba', 'torch', ...; cuda/results.py),
+  else one download per result (``download_``), after one read of the deferred index
+  checks.
 
 Nothing synchronises the host between launches; the only waits are the downloads and the
 read of the index-check flags. Names the source cannot print (constants on the device,
@@ -39,15 +42,16 @@ nodes of steps, the fallback) are bound by ``cuda_runtime.compile_cuda``.
         if len(args) != 1:
             arity_(args)
         v0, = args
+        dev_ = None
         if type(v0) is ndarray and v0.dtype is D0 and v0.shape == (4, 3):
             h0 = v0
         elif is_device_(v0):
-            v0 = as_device_(v0)
+            dev_ = dev_ or library_(v0)
+            v0 = as_device_(0, v0)
             check_(0, stand_in_(v0))
             h0 = None
         else:
             h0 = v0 = check_(0, v0)
-        dev_ = h0 is None
         xp = xp_module_()
         if UPLOAD_:   # the first call: the constants, once (cuda_runtime.bind_device)
             UPLOAD_()
@@ -63,7 +67,7 @@ nodes of steps, the fallback) are bound by ``cuda_runtime.compile_cuda``.
         v5 = o0_0.reshape(())
         if ctx_.checks:
             raise_checks_(xp, ctx_)
-        return (export_(v5) if dev_ else download_(v5))
+        return (export_(v5, dev_) if dev_ else download_(v5))
     except Fallback_:
         return reference_(args)
     except NumbaError_ as exc:
@@ -92,7 +96,7 @@ __all__ = ["CudaModuleWriter", "DRIVER_HEAD", "reduced_shape"]
 DRIVER_HEAD = """\
 # --- the driver: run(*args), straight-line device code (symgrad.compile.cuda.driver) -----
 from symgrad.compile.cuda.runtime import (
-    array_module as xp_module_, as_device_array as as_device_, exported as export_,
+    array_module as xp_module_, exported as export_, library_of as library_,
     is_device_array as is_device_, kernel_argument as karg_, launch_stream as stream_,
     raise_checks as raise_checks_, run_step as run_step_, stand_in as stand_in_,
     step_context as step_context_, to_device as upload_, to_host as download_,
@@ -141,6 +145,7 @@ class CudaModuleWriter(ModuleWriter):
     # --- arguments ------------------------------------------------------------------
     def check_arguments(self) -> None:
         g = self.plan.graph
+        self.emit("dev_ = None")
         for k, p in enumerate(g.placeholders):
             v, h = f"v{p.index}", f"h{p.index}"
             if is_fully_known(p.shape):
@@ -150,13 +155,12 @@ class CudaModuleWriter(ModuleWriter):
                 self.emit(f"elif is_device_({v}):")
             else:
                 self.emit(f"if is_device_({v}):")
-            self.emit(f"{v} = as_device_({v})", 2)
+            self.emit(f"dev_ = dev_ or library_({v})", 2)
+            self.emit(f"{v} = as_device_({k}, {v})", 2)
             self.emit(f"check_({k}, stand_in_({v}))", 2)
             self.emit(f"{h} = None", 2)
             self.emit("else:")
             self.emit(f"{h} = {v} = check_({k}, {v})", 2)
-        hosts = " or ".join(f"h{p.index} is None" for p in g.placeholders)
-        self.emit(f"dev_ = {hosts or 'False'}")
         self.emit("xp = xp_module_()")
         self.emit("if UPLOAD_:   # the first call: the constants, once (cuda_runtime.bind_device)")
         self.emit("UPLOAD_()", 2)
@@ -299,8 +303,8 @@ class CudaModuleWriter(ModuleWriter):
             v = self.device(o)
             new = o.index in fresh and o.index not in seen
             seen.add(o.index)
-            on_device.append(f"export_({v})" if new else
-                             f"export_(xp.array({v}, copy=True))")
+            on_device.append(f"export_({v}, dev_)" if new else
+                             f"export_(xp.array({v}, copy=True), dev_)")
             on_host.append(f"numpy.array(C{o.index}, copy=True)" if o.is_const else
                            f"numpy.array(h{o.index}, copy=True)" if o.op is PLACEHOLDER else
                            f"download_({v})")

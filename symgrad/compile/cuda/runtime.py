@@ -10,11 +10,15 @@ Arrays
 ``f(*arrays)`` takes numpy arrays (uploaded once each; results come back as numpy arrays)
 or device arrays: numba device arrays and anything with ``__cuda_array_interface__``
 (CuPy arrays, PyTorch CUDA tensors) or a CUDA DLPack capsule (JAX), taken without a
-copy. When any argument is a device array the results stay on the device: CuPy arrays
-on a GPU (simulator device arrays under the simulator) and nothing goes through the
-host. Arguments are checked by the CPU target's own code (``function.bind_runtime``'s
-``check_``), before anything is launched: a device array is checked through a
-zero-strided numpy stand-in of its shape and dtype.
+copy. When any argument is a device array the results stay on the device, in the
+library of the first device argument (``results``: CuPy in, CuPy out; numba in, numba
+out; PyTorch in, PyTorch out; simulated numba device arrays under the simulator) and
+nothing goes through the host. Arguments are checked by the CPU target's own code
+(``function.bind_runtime``'s ``check_``), before anything is launched: a device array is
+checked through a zero-strided numpy stand-in of its shape and dtype, its
+``__cuda_array_interface__`` must be complete, and (on a GPU) its memory must be device
+memory: host memory dressed as device memory is refused (``device_memory_check``), never
+launched on.
 
 Units
 -----
@@ -50,6 +54,7 @@ import hashlib
 import importlib
 import math
 import types
+import weakref
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -60,11 +65,13 @@ from .compat import ensure_numpy_names
 ensure_numpy_names()         # before numba.cuda: numba-cuda 0.30.x needs numpy.row_stack
 from numba import config, cuda  # noqa: E402 - after the shim above
 
+from ...errors import FeedError
 from ...outputs import OutputMode
 from ..cache import modules as cache
 from .driver import CudaModuleWriter
 from .memory import install as install_memory_manager
 from .remat import recompute_cheap_stores
+from .results import export as export_to, library_of, sparse_result as _sparse_result
 from .steps import StepContext, run_step  # noqa: F401 - run_step: the driver's run_step_
 from .templates import BLOCK
 from ..codegen.lower import lower_kernel
@@ -223,16 +230,83 @@ def is_device_array(value) -> bool:
 
 
 def as_device_array(value):
-    """A caller's device array as an ``xp`` array, without a copy."""
+    """A caller's device array as an ``xp`` array, without a copy (FeedError: an
+    incomplete ``__cuda_array_interface__``, or host memory dressed as device memory)."""
     if SIMULATOR:
-        d = value if getattr(value, "__cuda_ndarray__", False) else cuda.as_cuda_array(value)
-        return getattr(d, "_ary", d)
+        if getattr(value, "__cuda_ndarray__", False):
+            return getattr(value, "_ary", value)
+        return _simulated(value)
     cupy = array_module()
     if isinstance(value, cupy.ndarray):
+        if value.size:
+            device_memory_check(int(value.data.ptr), memory_type)
         return value
     if hasattr(value, "__dlpack__"):     # PyTorch, JAX: stream-ordered, no host sync
-        return cupy.from_dlpack(value)
+        return cupy.from_dlpack(value)   # (CuPy refuses a capsule that is not on a GPU)
+    pointer = interface(value)["data"][0]   # checked before CuPy reads the pointer
+    if pointer:
+        device_memory_check(int(pointer), memory_type)
     return cupy.asarray(value)           # __cuda_array_interface__ (numba device arrays)
+
+
+INTERFACE_KEYS = ("shape", "typestr", "data", "version")
+HOST_MEMORY = {0: "unregistered (pageable) host memory"}   # cudaMemoryType -> words
+
+
+def interface(value) -> dict:
+    """``value.__cuda_array_interface__``, checked to hold ``INTERFACE_KEYS``."""
+    desc = value.__cuda_array_interface__
+    missing = [k for k in INTERFACE_KEYS if not isinstance(desc, dict) or k not in desc]
+    if missing:
+        raise FeedError(f"a {type(value).__name__} passed as a device array has a "
+                        f"__cuda_array_interface__ without {', '.join(map(repr, missing))} "
+                        f"(needs {', '.join(INTERFACE_KEYS)})")
+    return desc
+
+
+class _HostView:
+    """numpy's ``__array_interface__`` over a CUDA array interface (simulator only: there
+    device memory is host memory, so the pointer is a host pointer)."""
+
+    def __init__(self, desc: dict):
+        keep = ("shape", "typestr", "data", "strides")
+        self.__array_interface__ = {**{k: desc.get(k) for k in keep}, "version": 3}
+
+
+def _simulated(value):
+    """A foreign device array under the simulator, read through its interface."""
+    if not hasattr(value, "__cuda_array_interface__"):
+        raise FeedError(f"a {type(value).__name__} passed as a device array: under the "
+                        "CUDA simulator only numba's (simulated) device arrays and objects "
+                        "with __cuda_array_interface__ are device arrays")
+    return numpy.asarray(_HostView(interface(value)))
+
+
+def memory_type(pointer: int):
+    """The CUDA memory type of ``pointer`` (cudaPointerGetAttributes: 0 unregistered
+    host, 1 registered host, 2 device, 3 managed; None when the runtime cannot say). A
+    runtime that fails on unregistered host memory (CUDA < 11) answers 0."""
+    runtime = array_module().cuda.runtime
+    query = getattr(runtime, "pointerGetAttributes", None)
+    if query is None:
+        return None
+    try:
+        attributes = query(pointer)
+    except getattr(runtime, "CUDARuntimeError", RuntimeError):   # cudaErrorInvalidValue
+        return 0
+    kind = getattr(attributes, "type", getattr(attributes, "memoryType", None))
+    return None if kind is None or kind < 0 else int(kind)
+
+
+def device_memory_check(pointer: int, query) -> None:
+    """FeedError when ``query(pointer)`` (``memory_type``) says host memory a kernel
+    cannot read: a launch on it fails with CUDA_ERROR_ILLEGAL_ADDRESS and leaves the
+    context unusable for the rest of the process."""
+    kind = query(pointer)
+    if kind in HOST_MEMORY:
+        raise FeedError(f"its data pointer {pointer:#x} is {HOST_MEMORY[kind]}, not device "
+                        "memory: pass a numpy array (symgrad uploads it) or an array "
+                        "allocated on the GPU")
 
 
 def stand_in(array) -> numpy.ndarray:
@@ -288,9 +362,23 @@ def download_for_check(array) -> numpy.ndarray:
     return to_host(array, "check")
 
 
-def exported(array):
-    """A device-mode result: the CuPy array itself (GPU), a simulator device array."""
-    return _fake_array()(array) if SIMULATOR else array
+def exported(array, library: str = "numba"):
+    """A device-mode result in ``library`` (``results``): the CuPy array itself, a numba
+    device array, a PyTorch tensor...; a simulator device array under the simulator."""
+    if SIMULATOR:
+        return _fake_array()(array)
+    return export_to(array, library, kernel_argument)
+
+
+def sparse_result(layout, values):
+    """A device call's sparse output (``results.sparse_result``): CuPy and PyTorch keep it
+    on the device; numba device arrays give a scipy ``csr_array`` (one 'output')."""
+    def download(v):
+        return to_host(as_device_array(v))
+
+    def uploaded():
+        TRANSFERS["constant"] += 1
+    return _sparse_result(layout, values, download, uploaded)
 
 
 def step_context(xp) -> StepContext:
@@ -322,7 +410,8 @@ class _SimulatorLaunch:
 
     def __init__(self, kernel, config: tuple):
         self.kernel, self.config = kernel, config
-        self.argtypes = getattr(kernel, "symgrad_argtypes", None)
+        held = signature_of(kernel)
+        self.argtypes = held.argtypes if held is not None else None
 
     def __call__(self, *args):
         if self.argtypes is not None:
@@ -335,31 +424,58 @@ SIGNED: collections.Counter = collections.Counter()
 specialized numba dispatcher, GPU) or 'checked' (simulator: launches check arguments)."""
 
 
+@dataclass(frozen=True)
+class KernelSignature:
+    text: str        # ``cuda_signatures.kernel_signature``'s text
+    argtypes: tuple  # its numba argument types
+
+
+SIGNATURES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+"""kernel -> its ``KernelSignature``: a side table, because a real numba-cuda dispatcher
+(0.30) does not take new attributes."""
+
+
+_UNWEAKABLE: dict = {}   # id -> (kernel, signature) for a kernel no weak reference takes
+
+
+def signature_of(kernel):
+    """The ``KernelSignature`` a generated kernel was built with (None: not ours)."""
+    try:
+        return SIGNATURES.get(kernel)
+    except TypeError:
+        held = _UNWEAKABLE.get(id(kernel))
+        return held[1] if held is not None and held[0] is kernel else None
+
+
+def _hold(kernel, held: KernelSignature) -> None:
+    try:
+        SIGNATURES[kernel] = held
+    except TypeError:
+        _UNWEAKABLE[id(kernel)] = (kernel, held)
+
+
 def kernel_jit(signature: str, cache: bool):
     """The decorator of a generated kernel (``cuda_signatures``). On a GPU:
     ``cuda.jit(signature)``, compiled when the module loads (inside ``sg.function``) and
     specialized, so a launch takes its one overload without typing its arguments. Under
-    the simulator (which ignores signatures) the kernel keeps the parsed signature as
-    ``symgrad_argtypes`` and every launch checks its arguments against it."""
-    if not SIMULATOR:
-        def compiled(fn):
-            if not _gpu_present():   # a toolkit without a GPU (cuda_ptx_check): lazily
-                kernel = cuda.jit(cache=cache)(fn)
-            else:
-                kernel = cuda.jit(signature, cache=cache)(fn)
-                SIGNED["compiled"] += 1
-            kernel.symgrad_signature = signature
-            return kernel
-        return compiled
+    the simulator (which ignores signatures) every launch checks its arguments against
+    the parsed signature. Either way ``SIGNATURES`` holds it."""
     from numba.core import sigutils
     argtypes, _ = sigutils.normalize_signature(signature)
+    held = KernelSignature(signature, tuple(argtypes))
 
-    def checked(fn):
-        kernel = cuda.jit(fn)
-        kernel.symgrad_signature, kernel.symgrad_argtypes = signature, tuple(argtypes)
-        SIGNED["checked"] += 1
+    def compiled(fn):
+        if SIMULATOR:
+            kernel = cuda.jit(fn)
+            SIGNED["checked"] += 1
+        elif not _gpu_present():   # a toolkit without a GPU (cuda_ptx_check): lazily
+            kernel = cuda.jit(cache=cache)(fn)
+        else:
+            kernel = cuda.jit(signature, cache=cache)(fn)
+            SIGNED["compiled"] += 1
+        _hold(kernel, held)
         return kernel
-    return checked
+    return compiled
 
 
 @lru_cache(maxsize=None)
@@ -440,44 +556,57 @@ def bound_kernel(kernel, size: int, stream):
 
 # --- building a cuda function --------------------------------------------------------------
 
-CUDA_CODEGEN_VERSION = "cuda-8"     # layout: symgrad.compile.cuda.runtime
+CUDA_CODEGEN_VERSION = "cuda-9"     # layout: symgrad.compile.cuda.runtime
 
 
 def device_fallback(reference, single: bool):
     """``reference_`` of a cuda driver: a call that breaks an assumption of the plan (two
     unknown lengths it took as equal are not) runs the reference interpreter on the host;
-    device arguments come down once each and the results go back up."""
+    device arguments come down once each and the results go back up, in the library of
+    the first device argument."""
     def run(args: tuple):
-        device_mode = any(is_device_array(a) for a in args)
+        devices = [a for a in args if is_device_array(a)]
         host = [to_host(as_device_array(a), "fallback") if is_device_array(a) else a
                 for a in args]
         out = reference(tuple(host))
-        if not device_mode:
+        if not devices:
             return out
+        library = library_of(devices[0])
 
         def back(o):
-            return None if o is None else exported(to_device(o, "fallback"))
+            return None if o is None else exported(to_device(o, "fallback"), library)
         return back(out) if single else [back(o) for o in out]
     return run
 
 
-def bind_device(module, plan) -> None:
-    """Bind what the generated driver reads but cannot print: the nodes of its steps, and
-    ``UPLOAD_``, which its first call runs: the constants it reads on the device, uploaded
-    once per module as ``K<i>`` ('constant' transfers; not at compile time, so that a
-    module compiles where no device is at hand)."""
+def bind_device(module, plan, inputs: list) -> None:
+    """Bind what the generated driver reads but cannot print: the nodes of its steps;
+    ``as_device_(k, value)``, which takes argument ``k`` as a device array and names it
+    in its errors; and ``UPLOAD_``, which its first call runs: the constants it reads on
+    the device, uploaded once per module as ``K<i>`` ('constant' transfers; not at
+    compile time, so that a module compiles where no device is at hand)."""
     ns = module.__dict__
     nodes = {n.index: n for n in plan.graph.order}
     for unit in plan.units:
         if isinstance(unit, Step):
             ns[f"N{unit.node.index}"] = unit.node
     missing = [i for i in ns["DEVICE_CONSTANTS_"] if f"K{i}" not in ns]
+    placeholders = plan.graph.placeholders
+    context = f"f({', '.join(p.name for p in inputs)})"
+
+    def as_device_(k: int, value):
+        try:
+            return as_device_array(value)
+        except FeedError as exc:
+            raise FeedError(f"{ns.get('label_', context)}: argument "
+                            f"'{placeholders[k].name}': {exc}") from None
 
     def upload() -> None:
         for index in missing:
             ns[f"K{index}"] = to_device(nodes[index].value, "constant")
         ns["UPLOAD_"] = None
 
+    ns["as_device_"] = as_device_
     ns["UPLOAD_"] = upload if missing else None
 
 
@@ -494,7 +623,7 @@ def compile_cuda(inputs: list, outputs: list, plan, key: str, mode: OutputMode):
 
     module, source, built = cache.load_or_build(key, build)
     bind_runtime(module, plan, inputs)
-    bind_device(module, plan)
+    bind_device(module, plan, inputs)
     # a class per function whose __call__ is the generated driver itself: no extra frame
     cls = type("CompiledFunction", (CompiledFunction,), {"__call__": staticmethod(module.run)})
     f = cls(inputs, outputs, CUDA.name, plan, module, source, key, mode)
