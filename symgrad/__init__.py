@@ -58,3 +58,8 @@ __all__ += ["ForwardAccumulator"]
 from . import sparse  # noqa: E402
 from .sparse import SparseTensor, hessian_sparsity, sparsity  # noqa: E402
 __all__ += ["SparseTensor", "hessian_sparsity", "sparsity"]
+
+# linear algebra (sg.linalg, API v4)
+from . import linalg  # noqa: E402
+from .errors import LinAlgError  # noqa: E402
+__all__ += ["linalg", "LinAlgError"]
