@@ -21,7 +21,8 @@ from ...errors import ShapeError
 from ...shapes import format_shape
 from ..checks import rank_of
 from ..functions import F
-from ..registry import apply
+from ...graph.tensor import Tensor
+from ..registry import apply, as_tensors
 from . import records as R
 
 __all__ = ["cholesky", "cholesky_solve", "triangular_solve", "solve", "inv", "det",
@@ -115,6 +116,8 @@ def lstsq(matrix, rhs, l2_regularizer: float = 0.0, name: Optional[str] = None):
     when rows >= cols, else ``A^T (A A^T + l2 I)^{-1} b`` (the minimum-norm solution).
     The gradient follows the same graph (TF's _MatrixSolveLsGrad is that graph's)."""
     m, n = _static_dims(matrix, "lstsq")
+    if isinstance(matrix, Tensor) or isinstance(rhs, Tensor):   # one symbolic: both graph
+        matrix, rhs = as_tensors(R.solve_op, (matrix, rhs))
     at = F.matrix_transpose(matrix)
     gram = F.matmul(at, matrix) if m >= n else F.matmul(matrix, at)
     if l2_regularizer:
