@@ -2,8 +2,9 @@
 ``xp`` (numpy on the host: LAPACK through numpy/scipy; CuPy on a GPU: cuSOLVER), so the
 reference engine, the tape, the compiled cpu steps and the cuda steps run the same code.
 
-On the host a matrix LAPACK cannot factor raises ``sg.LinAlgError`` naming the op; the
-cuda steps check the result's finiteness instead (CuPy does not raise).
+A matrix LAPACK cannot factor raises ``sg.LinAlgError`` naming the op (numpy's and
+scipy's ``LinAlgError``, and CuPy's under ``cupyx.errstate(linalg="raise")``, which the cuda
+steps set).
 
 >>> import numpy as np
 >>> cholesky(np, np.array([[4.0, 2.0], [2.0, 5.0]]))
@@ -69,16 +70,20 @@ def triangular_solve(xp, a, b, lower, adjoint):
         if xp is np:
             return _triangular_host(np.asarray(a), np.asarray(b), lower, adjoint)
         t = xp.tril(a) if lower else xp.triu(a)
-        return xp.linalg.solve(xp.swapaxes(t, -1, -2) if adjoint else t, b)
+        return _solve(xp, t, b, adjoint)
+
+
+def _solve(xp, a, b, adjoint):
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = xp.broadcast_to(a, batch + a.shape[-2:])
+    b = xp.broadcast_to(b, batch + b.shape[-2:])
+    return xp.linalg.solve(xp.swapaxes(a, -1, -2) if adjoint else a, b)
 
 
 def solve(xp, a, b, adjoint):
     """``x`` with ``a x = b`` (``a^T x = b`` when ``adjoint``); rhs ``(..., n, k)``."""
     with lapack_errors("solve", "singular"):
-        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        a = xp.broadcast_to(a, batch + a.shape[-2:])
-        b = xp.broadcast_to(b, batch + b.shape[-2:])
-        return xp.linalg.solve(xp.swapaxes(a, -1, -2) if adjoint else a, b)
+        return _solve(xp, a, b, adjoint)
 
 
 def inv(xp, a):

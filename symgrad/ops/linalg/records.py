@@ -24,7 +24,7 @@ from functools import partial
 
 import numpy as np
 
-from ...errors import DTypeError, LinAlgError, NoGradientError, ShapeError
+from ...errors import DTypeError, NoGradientError, ShapeError
 from ...shapes import broadcast_shapes, format_shape
 from ..functions import F
 from ..opdef import structural
@@ -249,12 +249,3 @@ RECORDS = (cholesky, triangular, solve_op, inv, det, slogdet, eigh, qr)
 DEVICE_FORWARDS = {op: fw.FORWARDS[op.name] for op in RECORDS}
 """Each record's forward ``fn(xp, *inputs, **attrs)`` for the cuda steps (CuPy on a GPU)."""
 
-RAISING = {cholesky: "not positive definite", triangular: "singular", solve_op: "singular",
-           inv: "singular"}
-"""Records whose host forward raises ``sg.LinAlgError`` on a matrix it cannot factor."""
-
-
-def raise_singular(op) -> None:
-    """The host's error for ``op``, raised by a device step's deferred check."""
-    raise LinAlgError(f"sg.linalg.{op.name}: the input matrix is {RAISING[op]} (the device "
-                      "factorization gave non-finite values from finite inputs)")
