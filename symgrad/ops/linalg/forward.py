@@ -21,7 +21,6 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import numpy as np
-import scipy.linalg
 
 from ...errors import LinAlgError
 
@@ -51,6 +50,7 @@ def cholesky(xp, a):
 
 
 def _triangular_host(a, b, lower, adjoint_):
+    import scipy.linalg   # LAPACK trtrs; imported on first use (import symgrad stays light)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = np.broadcast_to(a, batch + a.shape[-2:])
     b = np.broadcast_to(b, batch + b.shape[-2:])
