@@ -61,3 +61,8 @@ __all__ += ["SparseTensor", "hessian_sparsity", "sparsity"]
 # sympy in: sympy expressions and matrices as Tensors (symgrad/interop, docs/from_sympy.md)
 from .interop.sympy_in import from_sympy  # noqa: E402
 __all__ += ["from_sympy"]
+
+# linear algebra (sg.linalg, API v4)
+from . import linalg  # noqa: E402
+from .errors import LinAlgError  # noqa: E402
+__all__ += ["linalg", "LinAlgError"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from numpy import linalg as _np_linalg
+
 
 class SymgradError(Exception):
     """Base class of symgrad's own errors."""
@@ -45,6 +47,13 @@ class EagerMixError(SymgradError, TypeError):
 
 class IndexRangeError(SymgradError, IndexError):
     """Integer-array indexing ``x[idx]`` with an index out of bounds (numpy's IndexError)."""
+
+
+class LinAlgError(SymgradError, _np_linalg.LinAlgError):
+    """A linear-algebra op met a matrix it cannot factor: not positive definite
+    (``sg.linalg.cholesky``) or singular (``solve``, ``inv``, ``triangular_solve``). Also a
+    ``numpy.linalg.LinAlgError`` (so a ValueError), as numpy and TF's
+    InvalidArgumentError are caught by callers."""
 
 
 class GatherIndexError(SymgradError, ValueError):

@@ -132,3 +132,19 @@ def test_float32_chain_reuses_and_matches():
     np.testing.assert_allclose(got, want[0], rtol=1e-5, atol=1e-5)
     assert not any(np.shares_memory(got, d) for d in data)
     assert not np.shares_memory(fn(*data)[0], got)
+
+
+def test_no_store_into_a_buffer_the_kernel_reads_through_a_view():
+    """``m + m^T`` reads the matmul's buffer at ``[i, j]`` and, through the transpose, at
+    ``[j, i]``: storing the sum into that buffer would overwrite ``m[j, i]`` before it is
+    read (found by sg.linalg's eigh gradient)."""
+    import numpy as np
+    import symgrad as sg
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(2, 3, 3))
+    x, y = sg.placeholder("x", (3, 3)), sg.placeholder("y", (3, 3))
+    m = sg.matmul(x, y)
+    out = sg.tril(m + sg.transpose(m))
+    for target in ("cpu", "parallel"):
+        got = sg.function([x, y], out, target=target)(a, b)
+        np.testing.assert_allclose(got, np.tril(a @ b + (a @ b).T), rtol=1e-13)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = ["docs/api.md", "docs/security.md", "docs/jacobians.md", "docs/sparsity.md"]
+DOCS = ["docs/api.md", "docs/security.md", "docs/jacobians.md", "docs/sparsity.md",
+        "docs/linalg.md"]
 FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
+from symgrad.ops.linalg.records import RECORDS as LINALG_RECORDS
 from symgrad.ops.registry import REGISTRY
 from symgrad.testing_fuzz import generate, menus
 from symgrad.testing_fuzz_run import KNOWN, check, prune, replay
@@ -41,6 +42,8 @@ def test_every_public_elementwise_op_and_structural_example_is_drawn():
     assert elementwise - tags == set()
     assert examples - tags == set()
     public = {op.name for op in REGISTRY.values() if op.public and op.kind != "source"}
+    # sg.linalg needs positive definite / nonsingular inputs: tests/test_linalg.py
+    public -= {op.name for op in LINALG_RECORDS}
     assert {"matmul", "getitem", "cast", "cumsum", "gather", "argmax", "where"} <= tags
     assert len(public & tags) >= 0.9 * len(public), sorted(public - tags)
 

@@ -29,6 +29,9 @@ INTERNAL = {"expr", "ones_like", "zeros_like", "reshape_like", "expand_dims", "b
 STRUCTURAL_TESTED |= {"gather", "cumsum", "cumprod", "einsum", "tensordot", "argmax", "argmin",
                       "one_hot"}
 INTERNAL |= {"gather_grad", "shift", "linrec", "einsum_mask"}
+# sg.linalg (inputs must be positive definite, symmetric...): tests/test_linalg.py
+STRUCTURAL_TESTED |= {"cholesky", "triangular_solve", "solve", "inv", "det", "slogdet", "eigh",
+                      "qr"}
 
 
 def _arity(name: str) -> int:

@@ -17,6 +17,7 @@ from .registry import apply
 from .sources import constant, placeholder
 from . import elementwise, reductions, layout, indexing, contraction, scans
 from . import operators  # noqa: F401  (installs Tensor's Python operators)
+from . import linalg  # noqa: F401  (sg.linalg's records; not a top-level family)
 
 FAMILIES = (elementwise, reductions, layout, indexing, contraction, scans)
 

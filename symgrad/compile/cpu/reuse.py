@@ -5,6 +5,7 @@ A kernel output ``r`` may take the buffer of input ``x`` when:
 
 - ``x`` is a temporary this call allocated (a kernel's stored output, or the result of a
   step in ``oprules.FRESH_STEPS``): never a user's array, a constant, or a view;
+- the kernel reads no other value that may share ``x``'s buffer (``m + transpose(m)``);
 - no later unit reads ``x`` or a value that may share its buffer (a view of it, or of
   what it is a view of), and none of these is an output of the function: the buffer is
   dead once this kernel has read it;
@@ -96,7 +97,8 @@ def reuse_plan(plan: Plan, runs_once: Callable[[Kernel], bool]) -> dict:
         if not isinstance(unit, Kernel) or not _eligible(unit) or not runs_once(unit):
             continue
         free = [i for i in unit.inputs if i.index in fresh and group(i.index) not in kept
-                and last.get(group(i.index)) == at and _same_index(i, unit)]
+                and last.get(group(i.index)) == at and _same_index(i, unit)
+                and not _reads_a_view(unit, i, group)]
         for j, o in enumerate(unit.outputs):
             if o.is_reduction or o.is_scatter or any(p.node is o.node
                                                       for p in unit.outputs[:j]):
@@ -107,6 +109,13 @@ def reuse_plan(plan: Plan, runs_once: Callable[[Kernel], bool]) -> dict:
                 free.remove(match)
                 out[(unit.index, j)] = match
     return out
+
+
+def _reads_a_view(k: Kernel, node, group: Callable) -> bool:
+    """The kernel also reads another value that may share ``node``'s buffer (``m`` and
+    ``transpose(m)`` in ``m + m^T``): storing into it would overwrite elements still to be
+    read through the view."""
+    return any(i is not node and group(i.index) == group(node.index) for i in k.inputs)
 
 
 def _eligible(k: Kernel) -> bool:

@@ -35,6 +35,7 @@ from ...ops.elementwise import records as E
 from ...ops.indexing import records as I
 from ...ops.indexing.records import checked_indices
 from ...ops.layout import band as B
+from ...ops.linalg import records as LA
 from ...ops.layout import records as L
 from ...ops.layout.records import split_bounds
 from ...ops.reductions import records as R
@@ -310,6 +311,19 @@ def _tile_grad(ctx, node, g, like):
     return ctx.xp.sum(g.reshape(split_shape), axis=tuple(range(0, 2 * len(dims), 2)))
 
 
+def _linalg(ctx, node, fn, args):
+    """A linear-algebra record's forward on ``ctx.xp`` (cuSOLVER through CuPy on a GPU;
+    numpy under the simulator). CuPy reports a matrix it cannot factor only under
+    ``cupyx.errstate(linalg="raise")`` (one device sync per factorization); its
+    ``numpy.linalg.LinAlgError`` becomes the host's ``sg.LinAlgError`` in the forward."""
+    xp = ctx.xp
+    if xp is numpy:
+        return xp.asarray(fn(xp, *args, **node.attrs))
+    import cupyx
+    with cupyx.errstate(linalg="raise"):
+        return xp.asarray(fn(xp, *args, **node.attrs))
+
+
 FORMS: dict = {
     C.matmul: _matmul,
     C.einsum: _einsum,
@@ -364,6 +378,8 @@ FORMS: dict = {
     L.reverse: _attr(lambda xp, x, axes: xp.flip(x, axes)),
     L.roll: _attr(lambda xp, x, shifts, axes: xp.roll(x, shifts, axes)),
     CUSTOM_GRADIENT: lambda ctx, node, y, *xs: ctx.xp.array(y, copy=True),
+    **{op: (lambda fn: lambda ctx, node, *args: _linalg(ctx, node, fn, args))(fn)
+       for op, fn in LA.DEVICE_FORWARDS.items()},
 }
 """Device form of every structural op, keyed by its record."""
 
