@@ -78,8 +78,10 @@ def versions() -> str:
     import sympy
 
     from ... import __version__
+    from ...numba_internals import enabled
     return (f"symgrad {__version__} numba {numba.__version__} numpy {numpy.__version__} "
-            f"sympy {sympy.__version__} python {sys.version_info[:3]} code {code_hash()}")
+            f"sympy {sympy.__version__} python {sys.version_info[:3]} code {code_hash()}"
+            f"{'' if enabled() else ' public numba only'}")
 
 
 def module_name(key: str) -> str:

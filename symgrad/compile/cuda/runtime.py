@@ -60,6 +60,7 @@ from .compat import ensure_numpy_names
 ensure_numpy_names()         # before numba.cuda: numba-cuda 0.30.x needs numpy.row_stack
 from numba import config, cuda  # noqa: E402 - after the shim above
 
+from ...numba_internals import enabled as internals_enabled
 from ...outputs import OutputMode
 from ..cache import modules as cache
 from .driver import CudaModuleWriter
@@ -351,12 +352,14 @@ def kernel_jit(signature: str, cache: bool):
             kernel.symgrad_signature = signature
             return kernel
         return compiled
-    from numba.core import sigutils
-    argtypes, _ = sigutils.normalize_signature(signature)
+    argtypes = None
+    if internals_enabled():
+        from numba.core import sigutils
+        argtypes = tuple(sigutils.normalize_signature(signature)[0])
 
     def checked(fn):
         kernel = cuda.jit(fn)
-        kernel.symgrad_signature, kernel.symgrad_argtypes = signature, tuple(argtypes)
+        kernel.symgrad_signature, kernel.symgrad_argtypes = signature, argtypes
         SIGNED["checked"] += 1
         return kernel
     return checked
@@ -395,7 +398,8 @@ def _bound(kernel, config: tuple):
         return _SimulatorLaunch(kernel, config)
     configured = kernel[config]
     overloads = getattr(kernel, "overloads", {})
-    if not getattr(kernel, "specialized", False) or len(overloads) != 1:
+    if not internals_enabled() or not getattr(kernel, "specialized", False) or \
+            len(overloads) != 1:
         return configured
     compiled = next(iter(overloads.values()))
     try:

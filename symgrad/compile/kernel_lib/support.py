@@ -15,6 +15,8 @@ import math
 import numba
 import numpy as np
 
+from ...numba_internals import enabled
+
 
 def always_inline(dispatcher):
     """Mark every compiled overload of ``dispatcher`` ``alwaysinline`` for LLVM: a caller
@@ -22,7 +24,10 @@ def always_inline(dispatcher):
     instructions keep this function's own strict floating-point flags. (numba's
     ``inline="always"`` inlines at its IR level instead, which costs time quadratic in the
     caller's size and gives the body the caller's fast-math flags.) Overloads are not cached
-    on disk: a cached body is object code, which LLVM cannot inline."""
+    on disk: a cached body is object code, which LLVM cannot inline. With
+    ``SYMGRAD_NUMBA_INTERNALS=0`` the dispatcher is left as it is (LLVM decides)."""
+    if not enabled():
+        return dispatcher
     add = dispatcher.add_overload
 
     def add_overload(cres):
