@@ -58,3 +58,6 @@ __all__ += ["ForwardAccumulator"]
 from . import sparse  # noqa: E402
 from .sparse import SparseTensor, hessian_sparsity, sparsity  # noqa: E402
 __all__ += ["SparseTensor", "hessian_sparsity", "sparsity"]
+# memory: what symgrad keeps between compiles, and how to drop it (symgrad/caches.py, docs/memory.md)
+from .caches import cache_info, clear_caches  # noqa: E402
+__all__ += ["cache_info", "clear_caches"]

@@ -80,6 +80,7 @@ def test_typing_memo_is_invisible_to_other_threads():
 def test_internals_off_takes_the_public_fallbacks(monkeypatch, tmp_path):
     from symgrad.compile.cache import modules, numba_files
 
+    monkeypatch.setenv(numba_internals.ENV, "1")
     on = modules.versions()
     monkeypatch.setenv(numba_internals.ENV, "0")
     assert not numba_internals.enabled()
@@ -105,6 +106,7 @@ def test_blas_probe_is_deferred_for_the_refreshing_thread_only(monkeypatch):
     import numba.np.linalg as linalg
     from symgrad.compile.cpu import numba_startup
 
+    monkeypatch.setenv(numba_internals.ENV, "1")
     calls = []
     monkeypatch.setattr(linalg, "ensure_blas", lambda: calls.append("real"))
     probes = []

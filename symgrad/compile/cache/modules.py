@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import types
+import weakref
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -41,9 +42,11 @@ __all__ = ["KEY_BYTES", "cache_dir", "key_file", "load_or_build", "secret_key", 
 
 MAX_MODULE_BYTES = 64 << 20        # a generated module is far smaller: larger files are foreign
 
-_LOADED: dict = {}                 # module name -> module, complete modules only
-_LOCKS: dict = {}
-_LOCKS_GUARD = threading.Lock()
+_LOADED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+"""module name -> module, complete modules only, while a compiled function (or anything
+else) holds the module."""
+_LOCKS = tuple(threading.Lock() for _ in range(64))   # by module name: a bounded set
+_USES_GUARD = threading.RLock()   # the users count of each module (finalizers take it)
 
 
 # --- where ------------------------------------------------------------------------------
@@ -96,8 +99,58 @@ def module_name(key: str) -> str:
 # --- loading ----------------------------------------------------------------------------
 
 def _lock(name: str) -> threading.Lock:
-    with _LOCKS_GUARD:
-        return _LOCKS.setdefault(name, threading.Lock())
+    return _LOCKS[int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) % len(_LOCKS)]
+
+
+def attach(module: types.ModuleType, function: object) -> None:
+    """``function`` (a CompiledFunction) runs ``module``: the module's ``reference_`` and
+    ``compile_error_`` reach it weakly (through any live user of the module: functions of
+    one key share it). When its last user is gone the module leaves ``sys.modules`` and
+    its namespace drops every name bound after its source ran (``release``): numba keeps
+    each jitted function's globals for as long as its machine code, i.e. for ever."""
+    ns = module.__dict__
+    name = module.__name__
+    with _USES_GUARD:
+        users = ns.get("USERS_")
+        if users is None:
+            users = ns["USERS_"] = weakref.WeakSet()
+            ns["USES_"] = 0
+
+            def user():
+                for f in list(users):
+                    return f
+                raise RuntimeError(f"{name}: its compiled function is gone")
+            ns.update(reference_=lambda args: user()._reference(args),
+                      compile_error_=lambda exc: user()._compile_error(exc))
+        users.add(function)
+        ns["USES_"] += 1
+    weakref.finalize(function, _detach, name, ns)
+
+
+def _detach(name: str, ns: dict) -> None:
+    with _USES_GUARD:
+        ns["USES_"] = ns.get("USES_", 1) - 1
+        if ns["USES_"] > 0:
+            return
+        module = sys.modules.get(name)
+        if module is not None and module.__dict__ is ns:
+            sys.modules.pop(name, None)
+        module = _LOADED.get(name)
+        if module is not None and module.__dict__ is ns:
+            _LOADED.pop(name, None)
+        release(ns)
+
+
+def release(ns: dict) -> None:
+    """Drop from a generated module's namespace every name bound after its source ran (the
+    runtime of ``bind_runtime``: constants, steps and their graph, workspaces; its users):
+    what numba keeps of a dropped function is then its own code and the module's source-level
+    names."""
+    keep = ns.get("SOURCE_NAMES_")
+    if keep is None:
+        return
+    for key in [k for k in ns if k not in keep]:
+        ns.pop(key, None)
 
 
 def execute(name: str, source: str, filename: str, numba_cache: bool) -> types.ModuleType:
@@ -114,6 +167,7 @@ def execute(name: str, source: str, filename: str, numba_cache: bool) -> types.M
         sys.modules.pop(name, None)
         raise
     module.__symgrad_source__ = source
+    module.__dict__["SOURCE_NAMES_"] = frozenset(module.__dict__) | {"SOURCE_NAMES_"}
     if numba_cache:
         guard_numba_cache(module)
     guard_parallel(module)
