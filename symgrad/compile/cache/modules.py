@@ -142,14 +142,14 @@ def _detach(name: str, ns: dict) -> None:
 
 
 def release(ns: dict) -> None:
-    """Drop from a generated module's namespace every name bound after its source ran (the
-    runtime of ``bind_runtime``: constants, steps and their graph, workspaces; its users):
-    what numba keeps of a dropped function is then its own code and the module's source-level
-    names."""
-    keep = ns.get("SOURCE_NAMES_")
-    if keep is None:
+    """Empty a dropped module's namespace (but its dunder names): numba keeps the globals
+    of every function it compiled for as long as the machine code, so whatever the namespace
+    holds would stay: the runtime of ``bind_runtime`` (constants, steps and their graph,
+    workspaces), its users, and its numba dispatchers with their typed IR and compile
+    metadata. What stays is numba's machine code, which numba never frees."""
+    if "SOURCE_NAMES_" not in ns:
         return
-    for key in [k for k in ns if k not in keep]:
+    for key in [k for k in ns if not k.startswith("__")]:
         ns.pop(key, None)
 
 

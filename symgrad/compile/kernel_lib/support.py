@@ -28,6 +28,11 @@ def always_inline(dispatcher):
     ``SYMGRAD_NUMBA_INTERNALS=0`` the dispatcher is left as it is (LLVM decides)."""
     if not enabled():
         return dispatcher
+    if getattr(dispatcher, "py_func", None) is not None and \
+            dispatcher.py_func.__module__.startswith("symgrad_gen_"):
+        # a generated scalar body: only its loops call it, so it needs neither of numba's
+        # Python and C wrappers (less code and memory per compiled kernel)
+        dispatcher.targetoptions.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
     add = dispatcher.add_overload
 
     def add_overload(cres):
