@@ -68,6 +68,8 @@ INTERNALS = (
     Internal("numba.core.cgutils.alloca_once", "codegen/llvm/link.py"),
     Internal("numba.core.dispatcher.Dispatcher.add_overload", "kernel_lib/support.py"),
     Internal("numba.core.registry.CPUDispatcher", "kernel_lib/vecmath.py"),
+    Internal("numba.core.cpu.CPUTargetOptions.no_cpython_wrapper", "kernel_lib/support.py"),
+    Internal("numba.core.cpu.CPUTargetOptions.no_cfunc_wrapper", "kernel_lib/support.py"),
     Internal("numba.core.sigutils.normalize_signature", "cuda/runtime.py"),
     Internal("numba.np.numpy_support.as_dtype", "cuda/runtime.py"),
     Internal("numba.cuda.dispatcher._LaunchConfiguration.griddim", "cuda/runtime.py", cuda=True),

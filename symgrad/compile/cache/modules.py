@@ -98,6 +98,12 @@ def module_name(key: str) -> str:
 
 # --- loading ----------------------------------------------------------------------------
 
+def _live(name: str) -> Optional[types.ModuleType]:
+    """The loaded module ``name``, unless released (its last function is gone)."""
+    module = _LOADED.get(name)
+    return None if module is None or "RELEASED_" in module.__dict__ else module
+
+
 def _lock(name: str) -> threading.Lock:
     return _LOCKS[int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) % len(_LOCKS)]
 
@@ -151,6 +157,7 @@ def release(ns: dict) -> None:
         return
     for key in [k for k in ns if not k.startswith("__")]:
         ns.pop(key, None)
+    ns["RELEASED_"] = True
 
 
 def execute(name: str, source: str, filename: str, numba_cache: bool) -> types.ModuleType:
@@ -178,11 +185,11 @@ def load_or_build(key: str, build: Callable[[], str]) -> tuple:
     """(module, source, built) for ``key``: the verified cached module, else ``build()``'s
     source, written (when the cache works) and run. Safe from many threads at once."""
     name = module_name(key)
-    module = _LOADED.get(name)
+    module = _live(name)
     if module is not None:
         return module, module.__symgrad_source__, False
     with _lock(name):
-        module = _LOADED.get(name)
+        module = _live(name)
         if module is not None:
             return module, module.__symgrad_source__, False
         module, built = _load_or_build_locked(name, build)
