@@ -66,3 +66,6 @@ __all__ += ["from_sympy"]
 from . import linalg  # noqa: E402
 from .errors import LinAlgError  # noqa: E402
 __all__ += ["linalg", "LinAlgError"]
+# memory: what symgrad keeps between compiles, and how to drop it (symgrad/caches.py, docs/memory.md)
+from .caches import cache_info, clear_caches  # noqa: E402
+__all__ += ["cache_info", "clear_caches"]

@@ -14,6 +14,11 @@ from symgrad.compile.cpu.eager import dispatchers
 from symgrad.compile.codegen.llvm.body import Unsupported, template_ir
 
 IR_BODY = "_k0_point = llvm_body_("
+# LLVM IR bodies link through numba internals: off with SYMGRAD_NUMBA_INTERNALS=0 (numba
+# bodies instead, which the other tests here check)
+from symgrad.numba_internals import enabled as _internals  # noqa: E402
+needs_internals = pytest.mark.skipif(not _internals(), reason="LLVM IR bodies are off with "
+                                     "SYMGRAD_NUMBA_INTERNALS=0")
 
 
 def variant(monkeypatch, name: str) -> None:
@@ -61,6 +66,7 @@ def run(inputs, outputs, args, **kwargs):
     return f, [np.asarray(v) for v in f(*args)]
 
 
+@needs_internals
 @pytest.mark.parametrize("target", ["cpu", "parallel"])
 def test_ir_body_agrees_with_numba_body_and_cse_path(straight, monkeypatch, target):
     inputs, outputs = mixed()
@@ -86,6 +92,7 @@ def test_ir_body_agrees_with_numba_body_and_cse_path(straight, monkeypatch, targ
     assert np.isnan(got[0][0]) and np.isnan(got[2][0])   # NaN in, NaN out and gradient
 
 
+@needs_internals
 @pytest.mark.parametrize("long", [False, True])
 def test_deep_chain_matches_evaluate_and_finite_differences(straight, monkeypatch, long):
     if long:   # a body past REASSOC_STATEMENTS: no 'reassoc'
@@ -108,6 +115,7 @@ def test_deep_chain_matches_evaluate_and_finite_differences(straight, monkeypatc
     np.testing.assert_allclose(got[1], fd, rtol=1e-6, atol=1e-6)
 
 
+@needs_internals
 def test_scalar_fast_path_first_call_and_cache_hit(straight):
     inputs, outputs = mixed(shape=())
     f = sg.function(inputs, outputs)
@@ -141,6 +149,7 @@ def test_outside_the_subset_stays_numba(straight):
         np.testing.assert_allclose(p, q, rtol=1e-12)
 
 
+@needs_internals
 def test_float32_body_agrees_with_numba_body(straight, monkeypatch):
     k = sg.placeholder("k", shape=(None,), dtype="float32")
     z = k

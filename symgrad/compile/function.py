@@ -155,7 +155,7 @@ def bind_pass(ctx: Context) -> str:
     plan = warm.LazyPlan(lambda: _replan(ctx)) if ctx.extra.get("warm") else ctx.plan
     f = cls(ctx.inputs, ctx.outputs, ctx.spec.name, plan, module, ctx.source, ctx.key,
             ctx.mode)
-    module.__dict__.update(reference_=f._reference, compile_error_=f._compile_error)
+    cache.attach(module, f)
     f.cache_hit = not ctx.built
     ctx.function = f
     return f"runtime bound; calls run {module.__name__}.run"

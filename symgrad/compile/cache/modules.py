@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import types
+import weakref
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -41,9 +42,11 @@ __all__ = ["KEY_BYTES", "cache_dir", "key_file", "load_or_build", "secret_key", 
 
 MAX_MODULE_BYTES = 64 << 20        # a generated module is far smaller: larger files are foreign
 
-_LOADED: dict = {}                 # module name -> module, complete modules only
-_LOCKS: dict = {}
-_LOCKS_GUARD = threading.Lock()
+_LOADED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+"""module name -> module, complete modules only, while a compiled function (or anything
+else) holds the module."""
+_LOCKS = tuple(threading.Lock() for _ in range(64))   # by module name: a bounded set
+_USES_GUARD = threading.RLock()   # the users count of each module (finalizers take it)
 
 
 # --- where ------------------------------------------------------------------------------
@@ -78,8 +81,10 @@ def versions() -> str:
     import sympy
 
     from ... import __version__
+    from ...numba_internals import enabled
     return (f"symgrad {__version__} numba {numba.__version__} numpy {numpy.__version__} "
-            f"sympy {sympy.__version__} python {sys.version_info[:3]} code {code_hash()}")
+            f"sympy {sympy.__version__} python {sys.version_info[:3]} code {code_hash()}"
+            f"{'' if enabled() else ' public numba only'}")
 
 
 def module_name(key: str) -> str:
@@ -93,9 +98,66 @@ def module_name(key: str) -> str:
 
 # --- loading ----------------------------------------------------------------------------
 
+def _live(name: str) -> Optional[types.ModuleType]:
+    """The loaded module ``name``, unless released (its last function is gone)."""
+    module = _LOADED.get(name)
+    return None if module is None or "RELEASED_" in module.__dict__ else module
+
+
 def _lock(name: str) -> threading.Lock:
-    with _LOCKS_GUARD:
-        return _LOCKS.setdefault(name, threading.Lock())
+    return _LOCKS[int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) % len(_LOCKS)]
+
+
+def attach(module: types.ModuleType, function: object) -> None:
+    """``function`` (a CompiledFunction) runs ``module``: the module's ``reference_`` and
+    ``compile_error_`` reach it weakly (through any live user of the module: functions of
+    one key share it). When its last user is gone the module leaves ``sys.modules`` and
+    its namespace drops every name bound after its source ran (``release``): numba keeps
+    each jitted function's globals for as long as its machine code, i.e. for ever."""
+    ns = module.__dict__
+    name = module.__name__
+    with _USES_GUARD:
+        users = ns.get("USERS_")
+        if users is None:
+            users = ns["USERS_"] = weakref.WeakSet()
+            ns["USES_"] = 0
+
+            def user():
+                for f in list(users):
+                    return f
+                raise RuntimeError(f"{name}: its compiled function is gone")
+            ns.update(reference_=lambda args: user()._reference(args),
+                      compile_error_=lambda exc: user()._compile_error(exc))
+        users.add(function)
+        ns["USES_"] += 1
+    weakref.finalize(function, _detach, name, ns)
+
+
+def _detach(name: str, ns: dict) -> None:
+    with _USES_GUARD:
+        ns["USES_"] = ns.get("USES_", 1) - 1
+        if ns["USES_"] > 0:
+            return
+        module = sys.modules.get(name)
+        if module is not None and module.__dict__ is ns:
+            sys.modules.pop(name, None)
+        module = _LOADED.get(name)
+        if module is not None and module.__dict__ is ns:
+            _LOADED.pop(name, None)
+        release(ns)
+
+
+def release(ns: dict) -> None:
+    """Empty a dropped module's namespace (but its dunder names): numba keeps the globals
+    of every function it compiled for as long as the machine code, so whatever the namespace
+    holds would stay: the runtime of ``bind_runtime`` (constants, steps and their graph,
+    workspaces), its users, and its numba dispatchers with their typed IR and compile
+    metadata. What stays is numba's machine code, which numba never frees."""
+    if "SOURCE_NAMES_" not in ns:
+        return
+    for key in [k for k in ns if not k.startswith("__")]:
+        ns.pop(key, None)
+    ns["RELEASED_"] = True
 
 
 def execute(name: str, source: str, filename: str, numba_cache: bool) -> types.ModuleType:
@@ -112,6 +174,7 @@ def execute(name: str, source: str, filename: str, numba_cache: bool) -> types.M
         sys.modules.pop(name, None)
         raise
     module.__symgrad_source__ = source
+    module.__dict__["SOURCE_NAMES_"] = frozenset(module.__dict__) | {"SOURCE_NAMES_"}
     if numba_cache:
         guard_numba_cache(module)
     guard_parallel(module)
@@ -122,11 +185,11 @@ def load_or_build(key: str, build: Callable[[], str]) -> tuple:
     """(module, source, built) for ``key``: the verified cached module, else ``build()``'s
     source, written (when the cache works) and run. Safe from many threads at once."""
     name = module_name(key)
-    module = _LOADED.get(name)
+    module = _live(name)
     if module is not None:
         return module, module.__symgrad_source__, False
     with _lock(name):
-        module = _LOADED.get(name)
+        module = _live(name)
         if module is not None:
             return module, module.__symgrad_source__, False
         module, built = _load_or_build_locked(name, build)

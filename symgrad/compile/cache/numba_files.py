@@ -19,6 +19,7 @@ from typing import Callable, Optional
 
 from numba.core.caching import IndexDataCacheFile, NullCache
 
+from ...numba_internals import enabled as internals_enabled
 from .trust import read_regular, seal_bytes, unseal_bytes, warn_once
 
 MAX_NUMBA_FILE_BYTES = 1 << 30     # numba's files are far smaller: larger ones are foreign
@@ -50,7 +51,11 @@ def numba_cache_allowed(module_file: Path) -> bool:
     """Whether numba may keep its cache (pickles it will load and run) for the module in
     ``module_file``: every directory it may use must pass ``safe_directory``. Beside the
     module, ``__pycache__`` is made first (mode 0700), so it cannot be planted after the
-    check; elsewhere the nearest existing ancestor is checked."""
+    check; elsewhere the nearest existing ancestor is checked. Always False with
+    ``SYMGRAD_NUMBA_INTERNALS=0``: numba's files are sealed through its cache internals,
+    and an unsealed cache is not used."""
+    if not internals_enabled():
+        return False
     dirs = numba_cache_dirs(module_file)
     try:
         (Path(module_file).parent / "__pycache__").mkdir(mode=0o700, exist_ok=True)
@@ -259,10 +264,10 @@ def guard_parallel(module: types.ModuleType) -> None:
     """Under numba's ``workqueue`` threading layer (not thread-safe: numba aborts the
     process when two threads launch parallel kernels at once), route the module's
     ``parallel=True`` kernels through one process-wide lock. tbb and omp need nothing."""
-    from numba.core.dispatcher import Dispatcher
+    from numba.extending import is_jitted
 
     kernels = {k: v for k, v in vars(module).items()
-               if isinstance(v, Dispatcher) and v.targetoptions.get("parallel")}
+               if is_jitted(v) and v.targetoptions.get("parallel")}
     if not kernels or _threadsafe_layer():
         return
     for attr, kernel in kernels.items():
@@ -271,6 +276,8 @@ def guard_parallel(module: types.ModuleType) -> None:
 
 def _threadsafe_layer() -> bool:
     import numba
+    if not internals_enabled():
+        return False
     try:
         from numba.np.ufunc import parallel
         parallel._launch_threads()          # what numba does at the first parallel launch

@@ -272,12 +272,14 @@ def llvm_body_source(lowered: LoweredKernel, name: str) -> Optional[str]:
     """``name = llvm_body_(IR, ..)``: the scalar body of a straight kernel of float64,
     float32 and bool values as an LLVM IR function (None where ``llvm_body`` cannot write
     it)."""
-    from numba.core import config
+    from numba import config
+
+    from ...numba_internals import enabled
 
     kernel = lowered.kernel
     inputs = tuple(_IR_KINDS.get(i.dtype.name) for i in kernel.inputs)
     outputs = tuple(_IR_KINDS.get(s.dtype.name) for s in lowered.sources)
-    if not LLVM_BODIES or config.DISABLE_JIT or lowered.steps is None or \
+    if not LLVM_BODIES or not enabled() or config.DISABLE_JIT or lowered.steps is None or \
             None in inputs + outputs:
         return None
     results = [r.name for r in lowered.results]

@@ -32,26 +32,28 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from ...numba_internals import enabled as internals_enabled
+from .phantom import Stop, dry_namespace, is_phantom, phantom
+
 logger = logging.getLogger("symgrad")
 
 UNKNOWN_LENGTH = 3   # a length >= 3: strided views keep their general layout
-_PATCH_LOCK = threading.RLock()   # one compile_module patches numba's typing at a time
-
-
-class _Stop(Exception):
-    """The dry run took the reference path: nothing more to compile from it."""
+DUMMY_BYTES = 1 << 24
+"""Placeholders of more bytes than this in all (unknown lengths 3) take phantom arrays in the
+dry run (``phantom.py``: the static shapes, no memory); smaller ones take zeros, and the
+driver's numpy steps run on them for real."""
 
 
 def dispatchers(module: types.ModuleType) -> dict:
     """{name: numba dispatcher} of the functions the module defines (unwrapping the
     parallel-launch lock)."""
-    from numba.core.dispatcher import Dispatcher
+    from numba.extending import is_jitted
 
     found = {}
     for name, value in vars(module).items():
-        if not isinstance(value, Dispatcher):
+        if not is_jitted(value):
             value = getattr(value, "__wrapped__", None)   # guard_parallel's lock
-        if isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__:
+        if is_jitted(value) and value.py_func.__module__ == module.__name__:
             found[name] = value
     return found
 
@@ -60,7 +62,8 @@ def _recorder(dispatcher) -> Callable:
     from numba import typeof
 
     def record(*args):
-        dispatcher.compile(tuple(typeof(a) for a in args))
+        dispatcher.compile(tuple(typeof(a.view(np.ndarray) if is_phantom(a) else a)
+                                 for a in args))
         return 0         # a loop that checks sin/cos ranges: no element failed
     return record
 
@@ -71,43 +74,85 @@ def _scalar_runner(dispatcher) -> Callable:
     return run
 
 
-def dummy_arguments(inputs: list, scalars: bool) -> list:
+def _shape(p) -> tuple:
+    return tuple(UNKNOWN_LENGTH if d is None else d for d in p.shape)
+
+
+def phantom_run(inputs: list) -> bool:
+    """Whether the dry run takes phantoms: the placeholders' zeros would exceed
+    ``DUMMY_BYTES``."""
+    total = 0
+    for p in inputs:
+        total += int(np.prod(_shape(p), dtype=object)) * np.dtype(p.dtype).itemsize
+    return total > DUMMY_BYTES
+
+
+def dummy_arguments(inputs: list, scalars: bool, phantoms: bool = False) -> list:
     """One value per placeholder: zeros of its dtype and rank (Python floats when
-    ``scalars``, for the fast path of all-scalar functions)."""
+    ``scalars``, for the fast path of all-scalar functions; phantoms of its static shape,
+    which hold no memory, when ``phantoms``).
+
+    >>> import symgrad as sg
+    >>> [a.shape for a in dummy_arguments([sg.placeholder("x", shape=(2**40,))], False, True)]
+    [(1099511627776,)]
+    """
     if scalars:
         return [0.5 for _ in inputs]
-    return [np.zeros(tuple(UNKNOWN_LENGTH if d is None else d for d in p.shape), p.dtype)
-            for p in inputs]
+    make = phantom if phantoms else np.zeros
+    return [make(_shape(p), p.dtype) for p in inputs]
+
+
+_TYPING = threading.local()     # this thread's typing memo while symgrad compiles
+_INSTALLED: list = []
+_INSTALL_LOCK = threading.Lock()
+
+
+def _install_memo() -> None:
+    """Route ``BaseFunction.get_call_type`` through ``_memo_call_type`` (once per process).
+    Only a thread inside ``memoised_typing`` sees a memo: every other thread's typing,
+    a user's own numba compile included, calls numba's function unchanged."""
+    from numba.core import types as nt
+    from numba.core.types.functions import BaseFunction
+
+    with _INSTALL_LOCK:
+        if _INSTALLED:
+            return
+        original = BaseFunction.get_call_type
+
+        def get_call_type(self, context, args, kws):
+            memo = getattr(_TYPING, "memo", None)
+            if memo is None or kws or not all(
+                    isinstance(a, (nt.Number, nt.Boolean)) and not isinstance(a, nt.Literal)
+                    for a in args):
+                return original(self, context, args, kws)
+            key = (self, context, args)
+            if key not in memo:
+                memo[key] = original(self, context, args, kws)
+            return memo[key]
+
+        get_call_type.symgrad_original_ = original
+        BaseFunction.get_call_type = get_call_type
+        _INSTALLED.append(original)
 
 
 @contextmanager
 def memoised_typing() -> Iterator[None]:
     """numba types each scalar operation of a body by trying every template of its
     function (``operator.mul`` has dozens), again for every occurrence. While generated
-    kernels compile, the signature of a builtin function on plain number and boolean types
-    is remembered per typing context (templates of such calls are pure): about a third of
-    numba's time on bodies of thousands of statements."""
-    from numba.core import types as nt
-    from numba.core.types.functions import BaseFunction
-
-    original = BaseFunction.get_call_type
-    memo: dict = {}
-
-    def get_call_type(self, context, args, kws):
-        if kws or not all(isinstance(a, (nt.Number, nt.Boolean)) and
-                          not isinstance(a, nt.Literal) for a in args):
-            return original(self, context, args, kws)
-        key = (self, context, args)
-        if key not in memo:
-            memo[key] = original(self, context, args, kws)
-        return memo[key]
-
-    with _PATCH_LOCK:
-        BaseFunction.get_call_type = get_call_type
-        try:
-            yield
-        finally:
-            BaseFunction.get_call_type = original
+    kernels compile in this thread, the signature of a builtin function on plain number
+    and boolean types is remembered per typing context (templates of such calls are pure):
+    about a third of numba's time on bodies of thousands of statements. Off (numba's own
+    typing) with ``SYMGRAD_NUMBA_INTERNALS=0``."""
+    if not internals_enabled():
+        yield
+        return
+    _install_memo()
+    outer = getattr(_TYPING, "memo", None)
+    _TYPING.memo = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _TYPING.memo = outer
 
 
 def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
@@ -115,9 +160,9 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
     """Compile every numba function that ``module.run`` calls; returns how many dry runs
     completed. ``parallel_at``: the driver's size threshold for parallel loops (0 when it
     has none to choose); ``scalar_path``: the driver has a Python-float fast path."""
-    from numba.core import config
+    import numba
 
-    if config.DISABLE_JIT:    # plain Python functions: nothing to compile
+    if numba.config.DISABLE_JIT:    # plain Python functions: nothing to compile
         return 0
     found = dispatchers(module)
     entries = getattr(module, "ENTRIES_", {})
@@ -128,10 +173,16 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
         namespace[name] = wrap(dispatcher)
 
     def stop(args):
-        raise _Stop()
+        raise Stop()
 
     namespace.update(reference_=stop)
-    run = types.FunctionType(module.run.__code__, namespace, "run", module.run.__defaults__)
+    phantoms = phantom_run(inputs)
+    arrays = namespace
+    if phantoms:          # numpy, workspaces and steps that never touch an element
+        arrays = dict(namespace)
+        steps = {int(n[1:]): v.static_ for n, v in namespace.items()
+                 if n[:1] == "S" and n[1:].isdigit() and hasattr(v, "static_")}
+        dry_namespace(arrays, set(found), steps)
     runs = [(False, parallel_at)]
     if parallel_at:
         runs.append((False, 0))        # every size-dependent choice takes its parallel loop
@@ -140,10 +191,13 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
     done = 0
     with memoised_typing():
         for scalars, threshold in runs:
-            namespace["PARALLEL_AT_"] = threshold
-            if _dry_run(run, dummy_arguments(inputs, scalars)):
+            ns = arrays if phantoms and not scalars else namespace
+            ns["PARALLEL_AT_"] = threshold
+            run = types.FunctionType(module.run.__code__, ns, "run", module.run.__defaults__)
+            if _dry_run(run, dummy_arguments(inputs, scalars, phantoms)):
                 done += 1
-    _bind_entries(module, found, entries)
+    if internals_enabled():
+        _bind_entries(module, found, entries)
     return done
 
 
@@ -161,7 +215,7 @@ def _dry_run(run: Callable, args: list) -> bool:
         with np.errstate(all="ignore"):   # numpy steps on dummy data (warnings pass:
             run(*args)                    # a CacheWarning is the user's to see)
         return True
-    except _Stop:
+    except Stop:
         return False
     except Exception as exc:   # noqa: BLE001 - the first call compiles what is left
         logger.debug("sg.function: eager compile stopped (%s: %s); the first call "

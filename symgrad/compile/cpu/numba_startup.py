@@ -21,14 +21,18 @@ import importlib.util
 import sys
 import threading
 
+from ...numba_internals import enabled
+
 _LOCK = threading.Lock()
 
 
 def defer_blas_check() -> None:
     """Load numba's registries (its ``refresh``, as its first compile would) with the BLAS
     probe deferred to the first BLAS use; nothing to do once ``numba.np.arraymath`` is
-    imported, or when scipy is not installed (numba's own probe then answers)."""
-    if "numba.np.arraymath" in sys.modules or importlib.util.find_spec("scipy") is None:
+    imported, when scipy is not installed (numba's own probe then answers), and with
+    ``SYMGRAD_NUMBA_INTERNALS=0``. Only this thread's refresh sees the deferred probe:
+    another thread that checks BLAS meanwhile gets numba's real check."""
+    if not enabled() or "numba.np.arraymath" in sys.modules or importlib.util.find_spec("scipy") is None:
         return
     from numba.core.registry import cpu_target
     from numba.np import linalg
@@ -37,7 +41,12 @@ def defer_blas_check() -> None:
         if "numba.np.arraymath" in sys.modules:
             return
         real = linalg.ensure_blas
-        linalg.ensure_blas = _available   # what arraymath imports for its probe
+        me = threading.get_ident()
+
+        def probe() -> None:              # what arraymath imports for its probe
+            if threading.get_ident() != me:
+                real()
+        linalg.ensure_blas = probe
         try:
             cpu_target.target_context.refresh()
         finally:
@@ -46,6 +55,3 @@ def defer_blas_check() -> None:
         if arraymath is not None:
             arraymath.ensure_blas = real  # any later use in arraymath checks for real
 
-
-def _available() -> None:
-    """arraymath's probe: scipy is installed; numba's real check runs at each BLAS use."""

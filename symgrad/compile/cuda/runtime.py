@@ -55,6 +55,7 @@ import importlib
 import math
 import types
 import weakref
+from typing import Optional
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -66,6 +67,7 @@ ensure_numpy_names()         # before numba.cuda: numba-cuda 0.30.x needs numpy.
 from numba import config, cuda  # noqa: E402 - after the shim above
 
 from ...errors import FeedError
+from ...numba_internals import enabled as internals_enabled
 from ...outputs import OutputMode
 from ..cache import modules as cache
 from .driver import CudaModuleWriter
@@ -427,7 +429,7 @@ specialized numba dispatcher, GPU) or 'checked' (simulator: launches check argum
 @dataclass(frozen=True)
 class KernelSignature:
     text: str        # ``cuda_signatures.kernel_signature``'s text
-    argtypes: tuple  # its numba argument types
+    argtypes: Optional[tuple]  # its numba argument types (None: internals off, unchecked)
 
 
 SIGNATURES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -460,9 +462,11 @@ def kernel_jit(signature: str, cache: bool):
     specialized, so a launch takes its one overload without typing its arguments. Under
     the simulator (which ignores signatures) every launch checks its arguments against
     the parsed signature. Either way ``SIGNATURES`` holds it."""
-    from numba.core import sigutils
-    argtypes, _ = sigutils.normalize_signature(signature)
-    held = KernelSignature(signature, tuple(argtypes))
+    argtypes = None                  # numba.core.sigutils is an internal (numba_internals)
+    if internals_enabled():
+        from numba.core import sigutils
+        argtypes = tuple(sigutils.normalize_signature(signature)[0])
+    held = KernelSignature(signature, argtypes)
 
     def compiled(fn):
         if SIMULATOR:
@@ -511,7 +515,8 @@ def _bound(kernel, config: tuple):
         return _SimulatorLaunch(kernel, config)
     configured = kernel[config]
     overloads = getattr(kernel, "overloads", {})
-    if not getattr(kernel, "specialized", False) or len(overloads) != 1:
+    if not internals_enabled() or not getattr(kernel, "specialized", False) or \
+            len(overloads) != 1:
         return configured
     compiled = next(iter(overloads.values()))
     try:

@@ -15,6 +15,8 @@ import math
 import numba
 import numpy as np
 
+from ...numba_internals import enabled
+
 
 def always_inline(dispatcher):
     """Mark every compiled overload of ``dispatcher`` ``alwaysinline`` for LLVM: a caller
@@ -22,7 +24,15 @@ def always_inline(dispatcher):
     instructions keep this function's own strict floating-point flags. (numba's
     ``inline="always"`` inlines at its IR level instead, which costs time quadratic in the
     caller's size and gives the body the caller's fast-math flags.) Overloads are not cached
-    on disk: a cached body is object code, which LLVM cannot inline."""
+    on disk: a cached body is object code, which LLVM cannot inline. With
+    ``SYMGRAD_NUMBA_INTERNALS=0`` the dispatcher is left as it is (LLVM decides)."""
+    if not enabled():
+        return dispatcher
+    if getattr(dispatcher, "py_func", None) is not None and \
+            dispatcher.py_func.__module__.startswith("symgrad_gen_"):
+        # a generated scalar body: only its loops call it, so it needs neither of numba's
+        # Python and C wrappers (less code and memory per compiled kernel)
+        dispatcher.targetoptions.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
     add = dispatcher.add_overload
 
     def add_overload(cres):

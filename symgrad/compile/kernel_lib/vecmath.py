@@ -37,10 +37,15 @@ import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 
+from ...numba_internals import enabled
 from .support import always_inline
+
+try:
+    from numba.core.registry import CPUDispatcher
+except ImportError:          # numba moved it: plain dispatchers (SYMGRAD_NUMBA_INTERNALS=0)
+    CPUDispatcher = type(numba.njit(lambda: 0))
 
 _OPTIONS = dict(cache=False, nogil=True, error_model="numpy", fastmath=False)
 
@@ -57,6 +62,8 @@ class KernelOnly(CPUDispatcher):
 
 
 def _jit(fn):
+    if not enabled():        # numba's public options only: wrappers are compiled too
+        return always_inline(numba.njit(**_OPTIONS)(fn))
     dispatcher = numba.njit(no_cpython_wrapper=True, no_cfunc_wrapper=True, **_OPTIONS)(fn)
     if isinstance(dispatcher, CPUDispatcher):    # not under NUMBA_DISABLE_JIT
         dispatcher.__class__ = KernelOnly

@@ -282,4 +282,5 @@ def _step(tensor: Tensor, label):
             return run_node(tensor, list(args))
         except SymgradError as exc:     # name the compiled function, not sg.evaluate
             raise type(exc)(str(exc).replace("sg.evaluate", label(), 1)) from None
+    run.static_ = (tuple(tensor.shape), tensor.dtype)   # the eager dry run's phantom result
     return run
