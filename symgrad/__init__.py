@@ -58,3 +58,8 @@ __all__ += ["ForwardAccumulator"]
 from . import sparse  # noqa: E402
 from .sparse import SparseTensor, hessian_sparsity, sparsity  # noqa: E402
 __all__ += ["SparseTensor", "hessian_sparsity", "sparsity"]
+# v4 assembly: segment reductions and scatters (symgrad/ops/assembly, docs/assembly.md)
+from .ops.assembly import *  # noqa: E402,F401,F403
+from .ops.assembly import __all__ as _ASSEMBLY  # noqa: E402
+from .errors import SegmentIdError  # noqa: E402
+__all__ += ["SegmentIdError"] + _ASSEMBLY
