@@ -29,6 +29,10 @@ INTERNAL = {"expr", "ones_like", "zeros_like", "reshape_like", "expand_dims", "b
 STRUCTURAL_TESTED |= {"gather", "cumsum", "cumprod", "einsum", "tensordot", "argmax", "argmin",
                       "one_hot"}
 INTERNAL |= {"gather_grad", "shift", "linrec", "einsum_mask"}
+# assembly ops: their cases live in tests/test_assembly.py
+STRUCTURAL_TESTED |= {"scatter_nd", "tensor_scatter_nd_add", "tensor_scatter_nd_update",
+                      "gather_nd"}
+INTERNAL |= {"segment_gather"}
 
 
 def _arity(name: str) -> int:

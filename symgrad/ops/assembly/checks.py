@@ -25,8 +25,8 @@ def check_segment_ids(op: str, ids, n: int) -> np.ndarray:
     """``ids`` as int64; an id ``>= n`` raises ``SegmentIdError`` naming the op, the position
     in ``segment_ids`` and the value (negative ids are allowed: TF drops them)."""
     ids = np.asarray(ids).astype(np.int64, copy=False)
-    bad = ids >= n
-    if bad.any():
+    if ids.size and ids.max() >= n:   # one pass without a temporary; then find the first
+        bad = ids >= n
         where = _position(bad)
         value = int(ids[tuple(np.argwhere(bad)[0])])
         raise SegmentIdError(f"{op}: segment_ids[{where}] = {value} is out of range "

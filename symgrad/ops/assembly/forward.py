@@ -61,11 +61,12 @@ def segment_reduce(xp, data, ids, n: int, kind: str, scatter=None):
     inner = tuple(data.shape[ids.ndim:])
     out_dtype = mean_dtype(data.dtype) if kind == "mean" else np.dtype(data.dtype)
     out = xp.full((n,) + inner, identity_of(kind, out_dtype), dtype=out_dtype)
-    keep = flat_ids >= 0
-    if xp is not np or not keep.all():   # the device never reads values back
+    dropped = xp is not np or (flat_ids.size and flat_ids.min() < 0)  # the device never
+    keep = flat_ids >= 0 if dropped or kind == "mean" else None       # reads values back
+    if dropped:
         flat_ids = xp.where(keep, flat_ids, 0)
         rows = _neutral_where_dropped(xp, rows, keep, kind)
-    (scatter or _ufunc_at)(xp, out, flat_ids, rows.astype(out_dtype), UFUNCS[kind])
+    (scatter or _ufunc_at)(xp, out, flat_ids, rows.astype(out_dtype, copy=False), UFUNCS[kind])
     if kind == "mean":
         count = xp.zeros((n,), dtype=out_dtype)
         _ufunc_at(xp, count, flat_ids, keep.astype(out_dtype), "add")
@@ -92,6 +93,9 @@ def _ufunc_at(xp, out, ids, rows, name: str) -> None:
 
 def segment_gather(xp, g, ids):
     """``g[ids]`` with rows of negative ids set to zero (TF's _GatherDropNegatives)."""
+    if xp is np and (ids.size == 0 or ids.min() >= 0):   # nothing dropped: one take
+        return np.take(g, ids, axis=0) if g.shape[0] or not ids.size else np.zeros(
+            tuple(ids.shape) + tuple(g.shape[1:]), dtype=g.dtype)
     safe = xp.where(ids < 0, 0, ids).astype(xp.int64)
     taken = xp.take(g, safe, axis=0) if g.shape[0] else xp.zeros(
         tuple(ids.shape) + tuple(g.shape[1:]), dtype=g.dtype)
