@@ -443,3 +443,18 @@ def test_numpy_forwards_do_not_modify_inputs():
     sg.tensor_scatter_nd_add(tensor, [[0]], np.ones((1, 2)))
     sg.tensor_scatter_nd_update(tensor, [[0]], np.zeros((1, 2)))
     np.testing.assert_array_equal(tensor, before)
+
+
+def test_spring_network_example_converges_with_exact_sparse_hessian():
+    """examples/spring_network.py (also run as a script by tests/test_examples.py)."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parent.parent / "examples" / "spring_network.py"
+    spec = importlib.util.spec_from_file_location("spring_network", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = module.solve(side=5, verbose=False)
+    assert result["converged"] and result["pattern_is_exact"]
+    assert result["forces_are_minus_gradient"]
+    assert result["hessian_nnz"] == result["pattern_nnz"] < (2 * 20) ** 2
+    assert result["newton_steps"] <= 12
