@@ -458,3 +458,15 @@ def test_spring_network_example_converges_with_exact_sparse_hessian():
     assert result["forces_are_minus_gradient"]
     assert result["hessian_nnz"] == result["pattern_nnz"] < (2 * 20) ** 2
     assert result["newton_steps"] <= 12
+
+
+def test_forward_accumulator_eager():
+    x, t = np.array([1.0, 3.0, 2.0, 3.0]), np.ones(4)
+    v = sg.Variable(x)
+    with sg.ForwardAccumulator(v, t) as acc:
+        y = sg.unsorted_segment_max(v, np.array([0, 0, 1, 0]), 2)      # ties share: 0.5 + 0.5
+        z = sg.unsorted_segment_sum(v * v, np.array([0, 0, 1, -1]), 2)
+        w = sg.tensor_scatter_nd_update(v, np.array([[0]]), v[1:2] * 2.0)
+    assert acc.jvp(y).numpy().tolist() == [1.0, 1.0]
+    assert acc.jvp(z).numpy().tolist() == [8.0, 4.0]
+    assert acc.jvp(w).numpy().tolist() == [2.0, 1.0, 1.0, 1.0]
