@@ -31,7 +31,7 @@ sys.path.insert(0, ROOT)
 import symgrad as sg  # noqa: E402
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=False)
 def numba_value_grad(x, w, ids, n):
     """Hand-written: y = segment sum of sin(x) * w; loss = sum(y^2); grad = 2 y[ids] w cos(x)."""
     m = x.shape[0]

@@ -17,6 +17,7 @@ import sys
 import time
 
 import numpy as np
+from scipy.sparse import identity
 from scipy.sparse.linalg import spsolve
 
 import symgrad as sg
@@ -62,7 +63,7 @@ def energy_graph(nodes, edges, clamped, loaded, load: float):
     return x, energy, sg.gather(forces, free), free
 
 
-def solve(side: int = 12, load: float = 0.05, verbose: bool = True) -> dict:
+def solve(side: int = 12, load: float = 0.01, verbose: bool = True) -> dict:
     nodes, edges, clamped, loaded = build(side)
     x, energy, forces, free = energy_graph(nodes, edges, clamped, loaded, load)
     (grad,) = sg.gradients(energy, [x])
@@ -74,18 +75,21 @@ def solve(side: int = 12, load: float = 0.05, verbose: bool = True) -> dict:
     value_grad(point), hessian(point)
     compile_s = time.perf_counter() - start
     pattern = sg.hessian_sparsity(energy, x)
-    history = []
-    for _ in range(30):
+    history, shift = [], 0.0
+    eye = identity(2 * free.size, format="csc")
+    for _ in range(60):
         value, g, fo = value_grad(point)
         history.append((float(value), float(np.abs(g).max())))
         if np.abs(g).max() < 1e-10:
             break
-        h = hessian(point)
-        step = spsolve(h.tocsc(), g.ravel()).reshape(point.shape)
-        t = 1.0
-        while value_grad(point - t * step)[0] > value and t > 1e-4:   # backtracking
-            t *= 0.5
-        point = point - t * step
+        h = hessian(point).tocsc()
+        while True:   # Newton; far from the minimum (H indefinite) shifted by a multiple of I
+            step = spsolve(h + shift * eye, g.ravel()).reshape(point.shape)
+            if value_grad(point - step)[0] <= value:
+                shift = shift / 10.0 if shift > 1e-8 else 0.0
+                break
+            shift = max(10.0 * shift, 1e-6)
+        point = point - step
     value, g, fo = value_grad(point)
     h = hessian(point)
     result = {

@@ -470,3 +470,20 @@ def test_forward_accumulator_eager():
     assert acc.jvp(y).numpy().tolist() == [1.0, 1.0]
     assert acc.jvp(z).numpy().tolist() == [8.0, 4.0]
     assert acc.jvp(w).numpy().tolist() == [2.0, 1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_large_inputs_use_the_compiled_loop_and_match_loops(kind):
+    """Past kernel_lib.scatter.MIN_LOOP entries the numba loop writes (ufunc.at below)."""
+    from symgrad.compile.kernel_lib.scatter import MIN_LOOP
+    rng = np.random.default_rng(11)
+    ids = rng.integers(-1, 50, MIN_LOOP + 7)
+    for dtype in ("float64", "float32", "int64"):
+        data = (rng.uniform(0.9, 1.1, (ids.size, 2)) if dtype != "int64" else
+                rng.integers(-3, 4, (ids.size, 2))).astype(dtype)
+        if kind == "prod" and dtype == "int64":
+            data = np.where(data == 0, 1, np.sign(data))
+        data[3, 0] = np.nan if dtype != "int64" else data[3, 0]
+        got = _op(kind)(data, ids, 53).numpy()
+        want = reference(kind, data, ids, 53)
+        np.testing.assert_allclose(got, want, rtol=1e-4 if dtype == "float32" else 1e-12)
