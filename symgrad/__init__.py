@@ -69,3 +69,8 @@ __all__ += ["linalg", "LinAlgError"]
 # memory: what symgrad keeps between compiles, and how to drop it (symgrad/caches.py, docs/memory.md)
 from .caches import cache_info, clear_caches  # noqa: E402
 __all__ += ["cache_info", "clear_caches"]
+# v4 assembly: segment reductions and scatters (symgrad/ops/assembly, docs/assembly.md)
+from .ops.assembly import *  # noqa: E402,F401,F403
+from .ops.assembly import __all__ as _ASSEMBLY  # noqa: E402
+from .errors import SegmentIdError  # noqa: E402
+__all__ += ["SegmentIdError"] + _ASSEMBLY

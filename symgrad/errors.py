@@ -87,3 +87,9 @@ class ArgumentError(SymgradError, TypeError):
     """A compiled function called with the wrong number of arguments or an unknown
     keyword, or a placeholder fed a value that is not array data (None, a dict, a
     string). Wrong dtypes and shapes of array data are ``FeedError`` (ValueError)."""
+
+
+# --- assembly (symgrad/ops/assembly) ------------------------------------------------------
+class SegmentIdError(SymgradError, ValueError):
+    """A segment id or a scatter/gather index outside the output (TF's InvalidArgumentError):
+    raised before anything is written, on every engine."""

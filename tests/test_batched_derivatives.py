@@ -150,8 +150,9 @@ def test_rule_equals_fallback_on_declared_examples(name, k):
     value = sg.constant(rng.standard_normal((batch,) + tuple(ex.shapes[0])))
     ((ruled, flag),) = batch_graph([node], {id(stand_in): (stand_in, value)}, batch)
     assert flag
-    args = [value] + xs[1:]
-    fell = fallback_rule(node, args, (True,) + (False,) * (len(xs) - 1), batch)
+    extra = list(node.inputs[len(xs):])   # inputs given as kwargs (segment ids): constants
+    args = [value] + xs[1:] + extra
+    fell = fallback_rule(node, args, (True,) + (False,) * (len(args) - 1), batch)
     feed = dict(zip(xs[1:], arrays[1:]))
     np.testing.assert_allclose(sg.evaluate(ruled, feed), sg.evaluate(fell, feed))
 

@@ -1,5 +1,5 @@
 """The runnable examples of docs/api.md, docs/security.md, docs/jacobians.md,
-docs/sparsity.md and README.md's Jacobians section run and their asserts hold;
+docs/sparsity.md, docs/assembly.md and README.md's Jacobians section run and their asserts hold;
 the repository documents itself (no reference to files outside it)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ["docs/api.md", "docs/security.md", "docs/jacobians.md", "docs/sparsity.md",
-        "docs/linalg.md"]
+        "docs/linalg.md", "docs/assembly.md"]
 FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 

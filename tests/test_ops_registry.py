@@ -32,6 +32,10 @@ INTERNAL |= {"gather_grad", "shift", "linrec", "einsum_mask"}
 # sg.linalg (inputs must be positive definite, symmetric...): tests/test_linalg.py
 STRUCTURAL_TESTED |= {"cholesky", "triangular_solve", "solve", "inv", "det", "slogdet", "eigh",
                       "qr"}
+# assembly ops: their cases live in tests/test_assembly.py
+STRUCTURAL_TESTED |= {"scatter_nd", "tensor_scatter_nd_add", "tensor_scatter_nd_update",
+                      "gather_nd"}
+INTERNAL |= {"segment_gather"}
 
 
 def _arity(name: str) -> int:

@@ -168,3 +168,35 @@ def _linrec_jvp(tangents, out, a, b, axis, reverse):
 
 _defjvp(scan.cumprod, _cumprod_jvp)
 _defjvp(scan.linrec, _linrec_jvp)
+
+
+# --- assembly (segment reductions, scatters): linear ones apply themselves ------------------
+def _assembly_rules() -> None:
+    """sum, mean, segment_sum and the gathers are linear in their data; the scatters are
+    linear in (tensor, updates) together. max, min and prod use the transposition
+    fallback (their vjps are TF's rules)."""
+    from .assembly import records as A
+    for op in (A.unsorted_segment_sum, A.unsorted_segment_mean, A.segment_sum,
+               A.segment_gather, A.gather_nd):
+        _defjvp(op, _linear_first(op))
+
+    def scatter_nd(tangents, out, indices, updates, shape):
+        t = tangents[1]
+        return None if t is None else apply(A.scatter_nd, (indices, t), {"shape": shape})
+
+    def tensor_scatter(op: OpDef) -> Callable:
+        def rule(tangents, out, tensor, indices, updates):
+            t_tensor, _, t_updates = tangents
+            if t_tensor is None and t_updates is None:
+                return None
+            t_tensor = F.zeros_like(tensor) if t_tensor is None else t_tensor
+            t_updates = F.zeros_like(updates) if t_updates is None else t_updates
+            return apply(op, (t_tensor, indices, t_updates))
+        return rule
+
+    _defjvp(A.scatter_nd, scatter_nd)
+    _defjvp(A.tensor_scatter_nd_add, tensor_scatter(A.tensor_scatter_nd_add))
+    _defjvp(A.tensor_scatter_nd_update, tensor_scatter(A.tensor_scatter_nd_update))
+
+
+_assembly_rules()

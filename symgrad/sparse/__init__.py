@@ -3,6 +3,7 @@
 
 from .compressed import sparse_hessian, sparse_jacobian
 from .pattern import hessian_sparsity, sparsity
+from . import assembly_rules  # noqa: F401  (sparsity rules of the assembly ops)
 from .tensor import SparseTensor
 
 __all__ = ["SparseTensor", "hessian_sparsity", "sparse_hessian", "sparse_jacobian", "sparsity"]

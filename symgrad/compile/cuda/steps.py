@@ -383,5 +383,9 @@ FORMS: dict = {
 }
 """Device form of every structural op, keyed by its record."""
 
+from .assembly_steps import ASSEMBLY_FORMS  # noqa: E402  (segment reductions, scatters)
+
+FORMS.update(ASSEMBLY_FORMS)
+
 LIBRARY_CALLS = frozenset({C.matmul, C.einsum, C.tensordot})
 """Forms that are one library call (cuBLAS through CuPy on a GPU)."""
