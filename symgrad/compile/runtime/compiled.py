@@ -22,6 +22,7 @@ from ...shapes import format_shape
 from .explain import explain
 from ..plan.regions import Kernel, Plan, Step
 from .variants import pattern, with_fixed_axes
+from . import specialise
 from ..cpu.workspace import Workspaces
 
 
@@ -53,8 +54,36 @@ class CompiledFunction:
         self.label = function_label(self.inputs, self.outputs)
         module.__dict__["label_"] = self.label     # how the driver's errors name this function
 
+    max_specialised = specialise.MAX_SPECIALISED
+    """How many per-call variants this function keeps when it specialises (LRU)."""
+
     def __call__(self, *args):
         return self._run(*args)
+
+    def _start_specialising(self, nests: bool = True, lazy: bool = True) -> None:
+        """Specialise per call (``specialise.py``) when the target has loop nests, a
+        placeholder has an unknown length and the plan a pair kernel left flat for it;
+        decided at the first call for a warm function (its plan is made on first use)."""
+        if not nests or not any(None in p.shape for p in self.inputs):
+            return
+        if lazy and type(self.plan).__name__ == "LazyPlan":
+            type(self).__call__ = _deciding_call
+        elif specialise.wants_specialising(self.plan):
+            self._specialiser = specialise.Specialiser(self)
+            self._specialise_state = "on"
+            type(self).__call__ = specialise.specialising_call
+
+    def _stop_specialising(self, why: str) -> None:
+        self._specialise_state = why
+        type(self).__call__ = staticmethod(self.module.run)
+
+    @property
+    def specialised(self) -> list:
+        """The lengths of the per-call variants kept, most recently used last:
+        ``[((input, axis, length), ...), ...]`` (empty when the function does not
+        specialise; ``compile/runtime/specialise.py``)."""
+        s = self.__dict__.get("_specialiser")
+        return list(s.variants) if s is not None else []
 
     @property
     def workspaces(self) -> Workspaces:
@@ -66,7 +95,9 @@ class CompiledFunction:
         """Frees the temporaries this function keeps between calls (and its variants');
         returns the bytes released. The next call allocates them again."""
         held = self.workspaces.release()
-        for variant in self.__dict__.get("_variants", {}).values():
+        kept = self.__dict__.get("_specialiser")
+        for variant in [*self.__dict__.get("_variants", {}).values(),
+                        *(kept.variants.values() if kept is not None else ())]:
             held += variant.release_buffers()
         return held
 
@@ -148,6 +179,9 @@ class CompiledFunction:
         the compile's passes in order, with their seconds and what each decided."""
         text = explain(self.plan, self.target, self.inputs,
                        getattr(self.module, "REUSED", None))
+        extra = specialise.describe(self)
+        if extra:
+            text += "\n" + extra
         if passes:
             from ..passes import pass_lines
             text += "\n" + "\n".join(pass_lines(self.passes))
@@ -178,6 +212,13 @@ class CompiledFunction:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return CompileError(f"sg.function: numba could not compile the generated code:\n"
                             f"{where}\n  numba: {first}\n  module: {self.module.__file__}")
+
+
+def _deciding_call(f, *args, **kwargs):
+    """The first call of a warm function with unknown lengths: decide, then call."""
+    type(f).__call__ = staticmethod(f.module.run)
+    f._start_specialising(lazy=False)
+    return f(*args, **kwargs)
 
 
 def _numba_errors() -> tuple:
