@@ -130,7 +130,7 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
     def stop(args):
         raise _Stop()
 
-    namespace.update(reference_=stop)
+    namespace.update(reference_=stop, scalars_=_no_scalars)   # 0-d arrays: general path
     run = types.FunctionType(module.run.__code__, namespace, "run", module.run.__defaults__)
     runs = [(False, parallel_at)]
     if parallel_at:
@@ -145,6 +145,11 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
                 done += 1
     _bind_entries(module, found, entries)
     return done
+
+
+def _no_scalars(*values) -> None:
+    """``scalars_`` in dry runs: the 0-d arrays of the general path's run stay on it."""
+    return None
 
 
 def _bind_entries(module: types.ModuleType, found: dict, entries: dict) -> None:

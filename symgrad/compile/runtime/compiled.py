@@ -269,9 +269,28 @@ def bind_runtime(module, plan: Plan, inputs: list) -> None:
         return bind_keywords([p.tensor for p in placeholders], args, kwargs, label())
 
     pool = ns.get("WORKSPACES_") or Workspaces()   # one per module: its kept temporaries
-    ns.update(check_=check_, arity_=arity_, bshape_=bshape_, fallback_=fallback_, bind_=bind_,
+    ns.update(scalars_=scalars_, F64_=np.float64, check_=check_, arity_=arity_, bshape_=bshape_, fallback_=fallback_, bind_=bind_,
               Fallback_=Fallback, NumbaError_=_numba_errors()[0], WORKSPACES_=pool,
               take_=pool.take, give_=pool.give)
+
+
+_F64 = np.dtype(np.float64)
+
+
+def scalars_(*values) -> Any:
+    """The values of all-scalar float64 arguments (Python floats, numpy float64 scalars,
+    0-d float64 arrays) for a driver's fast path, or None where one is anything else (the
+    driver then checks each argument as usual)."""
+    out = []
+    for v in values:
+        t = type(v)
+        if t is float or t is np.float64:
+            out.append(v)
+        elif t is np.ndarray and v.dtype is _F64 and v.shape == ():
+            out.append(float(v))
+        else:
+            return None
+    return out
 
 
 class Fallback(Exception):
