@@ -161,3 +161,16 @@ def test_cuda_target_specialises():
     _close(got, sg.evaluate(outs, {P: data["P"]}))
     assert f.specialised == [((0, 0, n),)]
     assert any(isinstance(u, Nest) for u in f._specialiser.variants[((0, 0, n),)].plan.units)
+
+
+def test_a_warm_function_decides_at_its_first_call():
+    data = w.make_data(11)
+    P = sg.placeholder("P", shape=(None, 3))
+    outs = _outputs(W3_FORM, P, data)
+    sg.function([P], outs)
+    g = sg.function([P], outs)                      # the warm record: its plan made lazily
+    if type(g.plan).__name__ != "LazyPlan":
+        pytest.skip("not a warm hit in this cache directory")
+    _close(g(data["P"]), sg.evaluate(outs, {P: data["P"]}))
+    assert g.specialised == [((0, 0, 11),)]
+    _close(g(data["P"]), sg.evaluate(outs, {P: data["P"]}))
