@@ -161,6 +161,7 @@ def test_cuda_target_specialises():
     _close(got, sg.evaluate(outs, {P: data["P"]}))
     assert f.specialised == [((0, 0, n),)]
     assert any(isinstance(u, Nest) for u in f._specialiser.variants[((0, 0, n),)].plan.units)
+    assert f"the last call ran the variant P axis 0 = {n}:" in f.explain()
 
 
 def test_a_warm_function_decides_at_its_first_call():
@@ -174,3 +175,12 @@ def test_a_warm_function_decides_at_its_first_call():
     _close(g(data["P"]), sg.evaluate(outs, {P: data["P"]}))
     assert g.specialised == [((0, 0, 11),)]
     _close(g(data["P"]), sg.evaluate(outs, {P: data["P"]}))
+
+
+def test_the_docs_example_runs():
+    from pathlib import Path
+    text = (Path(__file__).resolve().parent.parent / "docs" / "unknown_lengths.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
+    assert blocks
+    for code in blocks:
+        exec(compile(code, "docs/unknown_lengths.md", "exec"), {"__name__": "__docs__"})
