@@ -184,3 +184,13 @@ def test_the_docs_example_runs():
     assert blocks
     for code in blocks:
         exec(compile(code, "docs/unknown_lengths.md", "exec"), {"__name__": "__docs__"})
+
+
+def test_a_length_a_constant_fixed_is_a_clear_error_without_specialising():
+    x = sg.placeholder("x", shape=(None,))
+    f = sg.function([x], sg.sin(x) + sg.constant(np.ones(5)))
+    np.testing.assert_allclose(f(np.zeros(5)), np.ones(5))
+    np.testing.assert_allclose(f(np.zeros(1)), np.ones(5))      # numpy broadcasting
+    with pytest.raises(sg.ShapeError, match=r"has shape \(3,\) in this call, which does not "
+                                            r"broadcast to \(5,\)"):
+        f(np.zeros(3))

@@ -326,7 +326,7 @@ class ModuleWriter:
             v = self.value_of(node if acc.base is None else acc.base)
             if acc.broadcast:
                 b = f"b{i}_{j}"
-                self.emit(f"{b} = {v} if {v}.shape == {sh} else np.broadcast_to({v}, {sh})")
+                self.emit(f"{b} = {v} if {v}.shape == {sh} else broadcast_({v}, {sh}, {i}, {j})")
                 v = b
             args.append(v)
         dims = [f"{sh}[{j}]" for j in range(k.rank)]

@@ -265,11 +265,24 @@ def bind_runtime(module, plan: Plan, inputs: list) -> None:
         kernel = kernels[index]
         return iteration_shape(kernel, shapes, label())
 
+    def broadcast_(value, shape: tuple, index: int, j: int):
+        """``np.broadcast_to`` of input ``j`` of kernel ``index``; a ShapeError naming it
+        where this call's lengths do not fit a length the plan fixed (a constant's)."""
+        try:
+            return np.broadcast_to(value, shape)
+        except ValueError:
+            name = kernels[index].inputs[j].name
+            raise ShapeError(f"{label()}: '{name}' has shape {tuple(value.shape)} in this "
+                             f"call, which does not broadcast to {tuple(shape)}, a shape the "
+                             "graph fixed (a constant or a known length); check the "
+                             "arguments' lengths") from None
+
     def bind_(args: tuple, kwargs: dict) -> tuple:
         return bind_keywords([p.tensor for p in placeholders], args, kwargs, label())
 
     pool = ns.get("WORKSPACES_") or Workspaces()   # one per module: its kept temporaries
-    ns.update(scalars_=scalars_, F64_=np.float64, check_=check_, arity_=arity_, bshape_=bshape_, fallback_=fallback_, bind_=bind_,
+    ns.update(scalars_=scalars_, F64_=np.float64, broadcast_=broadcast_, check_=check_,
+              arity_=arity_, bshape_=bshape_, fallback_=fallback_, bind_=bind_,
               Fallback_=Fallback, NumbaError_=_numba_errors()[0], WORKSPACES_=pool,
               take_=pool.take, give_=pool.give)
 
