@@ -114,6 +114,8 @@ def test_wrong_shapes_are_clear_errors():
     with pytest.raises(sg.ShapeError, match=r"f\(P\).*lengths \(P axis 0 = 10\) do not fit"):
         # the (12, 12) mask does not fit 10 rows
         f(np.ones((10, 3)))
+    with pytest.raises(ArgumentError, match="expects a float64 array of shape"):
+        f([[0.0, 1.0, 2.0], [1.0]])                 # ragged: the driver's own error
     assert f.specialised == []
     with pytest.raises(ArgumentError, match="takes 1 arguments"):
         f(data["P"], data["P"])

@@ -106,7 +106,10 @@ def specialising_call(f, *args, **kwargs) -> Any:
         if any(type(a) is not np.ndarray for a in args):
             if any(hasattr(type(a), "__dask_graph__") for a in args):
                 return f.module.run(*args)      # symgrad.distributed: the function's own
-            args = tuple(np.asarray(a) if _plain(a) else a for a in args)
+            try:
+                args = tuple(np.asarray(a) if _plain(a) else a for a in args)
+            except (ValueError, TypeError):     # ragged lists, ...: the driver's error
+                return f.module.run(*args)
         key = s.key(args)
         if key is not None:
             variant = s.variant(key)
