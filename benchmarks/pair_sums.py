@@ -72,24 +72,28 @@ def _triu(n):
     return sg.constant(np.triu(np.ones((n, n), bool), 1))
 
 
+def _rows(P, c):
+    """N: the placeholder's rows, or the data's where the placeholder is ``(None, 3)``."""
+    return P.shape[0] if P.shape[0] is not None else c["q"].shape[0]
+
+
 def lj_eye_constant(P, c):
     """The diagonal guarded before ``sqrt`` by ``sg.constant(np.eye(n, dtype=bool))``."""
-    n = P.shape[0]
-    eye = _eye(n)
+    eye = _eye(_rows(P, c))
     r = sg.sqrt(sg.where(eye, 1.0, w._r2(P)))
     return 0.5 * sg.reduce_sum(sg.where(eye, 0.0, 4.0 * (r**-12 - r**-6)))
 
 
 def lj_triu_constant(P, c):
     """``i < j`` kept by ``sg.constant(np.triu(np.ones((n, n), bool), 1))`` before ``sqrt``."""
-    triu = _triu(P.shape[0])
+    triu = _triu(_rows(P, c))
     r = sg.sqrt(sg.where(triu, w._r2(P), 1.0))
     return sg.reduce_sum(sg.where(triu, 4.0 * (r**-12 - r**-6), 0.0))
 
 
 def morse_components(P, c):
     """Morse potential by components, an ``i < j`` constant mask and a cutoff."""
-    triu = _triu(P.shape[0])
+    triu = _triu(_rows(P, c))
     x, y, z = P[:, 0], P[:, 1], P[:, 2]
     dx, dy, dz = (x[:, None] - x[None, :], y[:, None] - y[None, :], z[:, None] - z[None, :])
     r = sg.sqrt(sg.where(triu, dx * dx + dy * dy + dz * dz, 1.0))

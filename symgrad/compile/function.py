@@ -230,5 +230,6 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
         run_passes(ctx, WARM_TAIL if ctx.extra.get("warm") else PIPELINE + STORE)
     f = ctx.function
     f.math, f.compiler, f.passes = math, function, ctx.records
+    f._start_specialising(spec.nests)     # unknown lengths: nests per call's lengths
     phases.done()
     return f

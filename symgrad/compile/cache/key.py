@@ -27,7 +27,7 @@ from . import modules as cache
 
 __all__ = ["CODEGEN_VERSION", "compile_key"]
 
-CODEGEN_VERSION = "5"    # reuse: no in-place store into a buffer the kernel reads through a view
+CODEGEN_VERSION = "6"    # reuse fix (no store into a buffer read through a view); scalar fast path
 
 
 def compile_key(graph, target: str, mode: OutputMode, math: str) -> str:

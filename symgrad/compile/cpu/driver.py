@@ -326,7 +326,7 @@ class ModuleWriter:
             v = self.value_of(node if acc.base is None else acc.base)
             if acc.broadcast:
                 b = f"b{i}_{j}"
-                self.emit(f"{b} = {v} if {v}.shape == {sh} else np.broadcast_to({v}, {sh})")
+                self.emit(f"{b} = {v} if {v}.shape == {sh} else broadcast_({v}, {sh}, {i}, {j})")
                 v = b
             args.append(v)
         dims = [f"{sh}[{j}]" for j in range(k.rank)]
@@ -496,11 +496,23 @@ class ModuleWriter:
             "MISSING_ = object()   # a positional argument of run not given"
 
     def fast_path(self) -> None:
-        """The Python-float fast path of ``has_fast_path`` functions (depth 1: the
-        driver's positional-only parameters are the placeholders' values)."""
+        """The scalar fast path of ``has_fast_path`` functions (depth 1: the driver's
+        positional-only parameters are the placeholders' values): Python floats and numpy
+        float64 scalars go straight to the scalar bodies; 0-d float64 arrays after
+        ``scalars_`` (``runtime/compiled.py``) reads their values (the one check that
+        costs a call, on the path that would otherwise check each argument)."""
         g = self.plan.graph
-        cond = " and ".join(f"type(v{p.index}) is float" for p in g.placeholders)
+        names = [f"v{p.index}" for p in g.placeholders]
+        cond = " and ".join(f"(type({v}) is float or type({v}) is F64_)" for v in names)
         self.emit(f"if {cond} and not rest and not kwargs:")
+        self.fast_body()
+        self.emit(f"s_ = scalars_({', '.join(names)}) if not rest and not kwargs else None")
+        self.emit("if s_ is not None:")
+        self.emit(f"{', '.join(names)}{',' if len(names) == 1 else ''} = s_", 2)
+        self.fast_body()
+
+    def fast_body(self) -> None:
+        """The fast path's calls of the scalar bodies and its return (depth 2)."""
         scalars: dict = {}
         for k in self.plan.kernels:
             lk = self.lowered[k.index]

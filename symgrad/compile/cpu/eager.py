@@ -175,7 +175,7 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
     def stop(args):
         raise Stop()
 
-    namespace.update(reference_=stop)
+    namespace.update(reference_=stop, scalars_=_no_scalars)   # 0-d arrays: general path
     phantoms = phantom_run(inputs)
     arrays = namespace
     if phantoms:          # numpy, workspaces and steps that never touch an element
@@ -199,6 +199,11 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
     if internals_enabled():
         _bind_entries(module, found, entries)
     return done
+
+
+def _no_scalars(*values) -> None:
+    """``scalars_`` in dry runs: the 0-d arrays of the general path's run stay on it."""
+    return None
 
 
 def _bind_entries(module: types.ModuleType, found: dict, entries: dict) -> None:

@@ -5,9 +5,10 @@ device tiles ``cuda/tiles.py``; both read these rules.
 """
 
 from .ir import INNER_MAX, NEST_MATH, Nest, NestOutput, nest_inputs, nest_outputs, point_reads
-from .match import flat_pair_notes, nest_plan, nest_rejections
+from .match import flat_pair_notes, nest_plan, nest_rejections, unknown_pair_kernels
 from .rules import gate_text, nest_factors, nest_gate, nest_masks, nest_symmetry
 
 __all__ = ["INNER_MAX", "NEST_MATH", "Nest", "NestOutput", "nest_inputs", "nest_outputs",
-           "point_reads", "flat_pair_notes", "nest_plan", "nest_rejections", "gate_text",
+           "point_reads", "flat_pair_notes", "nest_plan", "nest_rejections", "unknown_pair_kernels",
+           "gate_text",
            "nest_factors", "nest_gate", "nest_masks", "nest_symmetry"]

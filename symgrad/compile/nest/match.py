@@ -225,6 +225,36 @@ def _unknowns(shape: tuple) -> int:
     return sum(not isinstance(d, int) for d in shape)
 
 
+def _pair_shaped(plan: Plan):
+    """Whether a shape is (N, N) over (N, d) inputs, N known or not: larger than every
+    placeholder of ``plan`` or with more unknown lengths than any."""
+    largest = max([_size(p.shape) for p in plan.graph.placeholders] or [0])
+    unknown = max([_unknowns(p.shape) for p in plan.graph.placeholders] or [0])
+    return lambda shape: _size(shape) > largest or _unknowns(shape) > unknown
+
+
+def unknown_pair_kernels(plan: Plan) -> list:
+    """The pair-shaped kernels (rank >= 2) of ``plan`` left flat because a length is
+    unknown: those a compile for the call's actual shapes may nest
+    (``compile/runtime/specialise.py`` decides by them whether to specialise per call).
+
+    >>> import symgrad as sg
+    >>> from symgrad.compile.plan.fold import fold_graph
+    >>> from symgrad.compile.plan.regions import build_plan
+    >>> P = sg.placeholder("P", shape=(None, 3))
+    >>> D = P[:, None, :] - P[None, :, :]
+    >>> E = sg.reduce_sum(sg.exp(-sg.reduce_sum(D * D, axis=-1)))
+    >>> len(unknown_pair_kernels(nest_plan(build_plan(fold_graph([E], [P]))))) > 0
+    True
+    >>> x = sg.placeholder("x", shape=(None, None))
+    >>> unknown_pair_kernels(nest_plan(build_plan(fold_graph([sg.sin(x) * x], [x]))))
+    []
+    """
+    pair_shaped = _pair_shaped(plan)
+    return [u for u in plan.units if isinstance(u, Kernel) and u.rank >= 2 and
+            not is_fully_known(u.shape) and pair_shaped(u.shape)]
+
+
 def nest_rejections(plan: Plan) -> list:
     """Why the pair-shaped kernels (rank >= 2, larger than every input or with more unknown
     lengths than any) of ``plan`` are not loop nests, and the full-size values nests still
@@ -245,12 +275,7 @@ def nest_rejections(plan: Plan) -> list:
     ... # doctest: +ELLIPSIS
     ["nest 1 stores 'exp_...' (4, 4): it is read outside the nest ..."]
     """
-    largest = max([_size(p.shape) for p in plan.graph.placeholders] or [0])
-    unknown = max([_unknowns(p.shape) for p in plan.graph.placeholders] or [0])
-
-    def pair_shaped(shape: tuple) -> bool:   # (N, N) over (N, d) inputs, N known or not
-        return _size(shape) > largest or _unknowns(shape) > unknown
-
+    pair_shaped = _pair_shaped(plan)
     out = []
     for u in plan.units:
         if isinstance(u, Kernel) and u.rank >= 2 and pair_shaped(u.shape):

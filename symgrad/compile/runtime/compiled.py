@@ -22,6 +22,7 @@ from ...shapes import format_shape
 from .explain import explain
 from ..plan.regions import Kernel, Plan, Step
 from .variants import pattern, with_fixed_axes
+from . import specialise
 from ..cpu.workspace import Workspaces
 
 
@@ -53,8 +54,36 @@ class CompiledFunction:
         self.label = function_label(self.inputs, self.outputs)
         module.__dict__["label_"] = self.label     # how the driver's errors name this function
 
+    max_specialised = specialise.MAX_SPECIALISED
+    """How many per-call variants this function keeps when it specialises (LRU)."""
+
     def __call__(self, *args):
         return self._run(*args)
+
+    def _start_specialising(self, nests: bool = True, lazy: bool = True) -> None:
+        """Specialise per call (``specialise.py``) when the target has loop nests, a
+        placeholder has an unknown length and the plan a pair kernel left flat for it;
+        decided at the first call for a warm function (its plan is made on first use)."""
+        if not nests or not any(None in p.shape for p in self.inputs):
+            return
+        if lazy and type(self.plan).__name__ == "LazyPlan":
+            type(self).__call__ = _deciding_call
+        elif specialise.wants_specialising(self.plan):
+            self._specialiser = specialise.Specialiser(self)
+            self._specialise_state = "on"
+            type(self).__call__ = specialise.specialising_call
+
+    def _stop_specialising(self, why: str) -> None:
+        self._specialise_state = why
+        type(self).__call__ = staticmethod(self.module.run)
+
+    @property
+    def specialised(self) -> list:
+        """The lengths of the per-call variants kept, most recently used last:
+        ``[((input, axis, length), ...), ...]`` (empty when the function does not
+        specialise; ``compile/runtime/specialise.py``)."""
+        s = self.__dict__.get("_specialiser")
+        return list(s.variants) if s is not None else []
 
     @property
     def workspaces(self) -> Workspaces:
@@ -66,7 +95,9 @@ class CompiledFunction:
         """Frees the temporaries this function keeps between calls (and its variants');
         returns the bytes released. The next call allocates them again."""
         held = self.workspaces.release()
-        for variant in self.__dict__.get("_variants", {}).values():
+        kept = self.__dict__.get("_specialiser")
+        for variant in [*self.__dict__.get("_variants", {}).values(),
+                        *(kept.variants.values() if kept is not None else ())]:
             held += variant.release_buffers()
         return held
 
@@ -148,6 +179,9 @@ class CompiledFunction:
         the compile's passes in order, with their seconds and what each decided."""
         text = explain(self.plan, self.target, self.inputs,
                        getattr(self.module, "REUSED", None))
+        extra = specialise.describe(self)
+        if extra:
+            text += "\n" + extra
         if passes:
             from ..passes import pass_lines
             text += "\n" + "\n".join(pass_lines(self.passes))
@@ -178,6 +212,13 @@ class CompiledFunction:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return CompileError(f"sg.function: numba could not compile the generated code:\n"
                             f"{where}\n  numba: {first}\n  module: {self.module.__file__}")
+
+
+def _deciding_call(f, *args, **kwargs):
+    """The first call of a warm function with unknown lengths: decide, then call."""
+    type(f).__call__ = staticmethod(f.module.run)
+    f._start_specialising(lazy=False)
+    return f(*args, **kwargs)
 
 
 def _numba_errors() -> tuple:
@@ -224,13 +265,45 @@ def bind_runtime(module, plan: Plan, inputs: list) -> None:
         kernel = kernels[index]
         return iteration_shape(kernel, shapes, label())
 
+    def broadcast_(value, shape: tuple, index: int, j: int):
+        """``np.broadcast_to`` of input ``j`` of kernel ``index``; a ShapeError naming it
+        where this call's lengths do not fit a length the plan fixed (a constant's)."""
+        try:
+            return np.broadcast_to(value, shape)
+        except ValueError:
+            name = kernels[index].inputs[j].name
+            raise ShapeError(f"{label()}: '{name}' has shape {tuple(value.shape)} in this "
+                             f"call, which does not broadcast to {tuple(shape)}, a shape the "
+                             "graph fixed (a constant or a known length); check the "
+                             "arguments' lengths") from None
+
     def bind_(args: tuple, kwargs: dict) -> tuple:
         return bind_keywords([p.tensor for p in placeholders], args, kwargs, label())
 
     pool = ns.get("WORKSPACES_") or Workspaces()   # one per module: its kept temporaries
-    ns.update(check_=check_, arity_=arity_, bshape_=bshape_, fallback_=fallback_, bind_=bind_,
+    ns.update(scalars_=scalars_, F64_=np.float64, broadcast_=broadcast_, check_=check_,
+              arity_=arity_, bshape_=bshape_, fallback_=fallback_, bind_=bind_,
               Fallback_=Fallback, NumbaError_=_numba_errors()[0], WORKSPACES_=pool,
               take_=pool.take, give_=pool.give)
+
+
+_F64 = np.dtype(np.float64)
+
+
+def scalars_(*values) -> Any:
+    """The values of all-scalar float64 arguments (Python floats, numpy float64 scalars,
+    0-d float64 arrays) for a driver's fast path, or None where one is anything else (the
+    driver then checks each argument as usual)."""
+    out = []
+    for v in values:
+        t = type(v)
+        if t is float or t is np.float64:
+            out.append(v)
+        elif t is np.ndarray and v.dtype is _F64 and v.shape == ():
+            out.append(float(v))
+        else:
+            return None
+    return out
 
 
 class Fallback(Exception):

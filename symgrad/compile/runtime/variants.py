@@ -33,10 +33,17 @@ def pattern(placeholders: list, arrays: list) -> tuple:
 def with_fixed_axes(placeholders: list, outputs: list, fixed: tuple) -> tuple:
     """(new placeholders, new outputs): the graph rebuilt with the axes in ``fixed`` of
     length 1. Nodes keep their names, op records and attributes; shapes are re-inferred."""
+    return with_lengths(placeholders, outputs, {pair: 1 for pair in fixed})
+
+
+def with_lengths(placeholders: list, outputs: list, lengths: dict) -> tuple:
+    """(new placeholders, new outputs): the graph rebuilt with axis ``a`` of placeholder
+    ``k`` of length ``lengths[(k, a)]``; shapes are re-inferred (a ShapeError when the
+    lengths do not fit the graph, e.g. a constant of another length)."""
     made: dict = {}
     new_inputs = []
     for k, p in enumerate(placeholders):
-        shape = tuple(1 if (k, a) in fixed else d for a, d in enumerate(p.shape))
+        shape = tuple(lengths.get((k, a), d) for a, d in enumerate(p.shape))
         made[id(p)] = Tensor(PLACEHOLDER, (), {}, shape, p.dtype, p.name)
         new_inputs.append(made[id(p)])
     for node in topological_order([o for o in outputs if o is not None]):
