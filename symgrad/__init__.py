@@ -58,3 +58,6 @@ __all__ += ["ForwardAccumulator"]
 from . import sparse  # noqa: E402
 from .sparse import SparseTensor, hessian_sparsity, sparsity  # noqa: E402
 __all__ += ["SparseTensor", "hessian_sparsity", "sparsity"]
+# v4 control flow: loops and branches as single ops (symgrad/ops/control, docs/control_flow.md)
+from .ops.control import cond, fori_loop, scan, while_loop  # noqa: E402
+__all__ += ["cond", "fori_loop", "scan", "while_loop"]
