@@ -32,6 +32,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from ..loops.state import dry_running
+
 logger = logging.getLogger("symgrad")
 
 UNKNOWN_LENGTH = 3   # a length >= 3: strided views keep their general layout
@@ -158,8 +160,8 @@ def _bind_entries(module: types.ModuleType, found: dict, entries: dict) -> None:
 
 def _dry_run(run: Callable, args: list) -> bool:
     try:
-        with np.errstate(all="ignore"):   # numpy steps on dummy data (warnings pass:
-            run(*args)                    # a CacheWarning is the user's to see)
+        with np.errstate(all="ignore"), dry_running():   # numpy steps on dummy data (warnings
+            run(*args)                    # pass: a CacheWarning is the user's to see)
         return True
     except _Stop:
         return False

@@ -3,7 +3,7 @@
 The loop record names ``scan_step`` / ``while_step`` (``OpDef.compiled_step``); the
 generated driver calls the callable they return where it would call the numpy forward.
 The body graph is cloned with its captures as placeholders and compiled with
-``sg.function`` (same target) the first time the loop runs; every step calls that one
+``sg.function`` (same target, passed down by the entry) the first time the loop runs; every step calls that one
 compiled function, so compile time does not depend on the trip count.
 """
 
@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from ...graph.tensor import Tensor
 from ...ops.control.body import Body, stand_in
 from ...ops.control.records import run_scan, run_while
+from .state import is_dry_run
 
 __all__ = ["compiled_body", "scan_step", "while_step"]
 
@@ -31,12 +34,12 @@ def _clone(body: Body) -> tuple:
     return list(body.inputs) + caps, [new[id(o)] for o in body.outputs]
 
 
-def compiled_body(body: Body, target: str) -> Callable:
-    """``run(inputs, captures) -> list`` of the body compiled for ``target`` (cached on it)."""
+def compiled_body(body: Body, target: str, function: Callable) -> Callable:
+    """``run(inputs, captures) -> list`` of the body compiled by ``function`` (sg.function)
+    for ``target``, once (cached on the body)."""
     cache = body.compiled if isinstance(body.compiled, dict) else {}
     body.compiled = cache
     if target not in cache:
-        from ..function import function
         inputs, outputs = _clone(body)
         f = function(inputs, outputs, target=target)
 
@@ -46,28 +49,41 @@ def compiled_body(body: Body, target: str) -> Callable:
     return cache[target]
 
 
-def scan_step(tensor: Tensor, target: str) -> Callable:
+def _dry_value(tensor: Tensor) -> np.ndarray:
+    """A stand-in result for a dry run (unknown dims: 1, a history's length: 0)."""
+    shape = tuple(1 if d is None else d for d in tensor.shape)
+    if tensor.shape and tensor.shape[0] is None:
+        shape = (0,) + shape[1:]
+    return np.zeros(shape, tensor.dtype)
+
+
+def scan_step(tensor: Tensor, target: str, function: Callable) -> Callable:
     a = tensor.attrs
     body = a["body"]
 
     def step(*args):
-        run = compiled_body(body, target)
+        run = compiled_body(body, target, function)
+        if is_dry_run():
+            return _dry_value(tensor)
         key = ("scan", a["n_carry"], a["n_x"], a["length"], a["reverse"])
         results = body.memo(args, key, lambda: run_scan(body, args, a["n_carry"], a["n_x"],
                                                         a["length"], a["reverse"], run=run))
-        return results[a["index"]]
+        return np.array(results[a["index"]], copy=True)
     return step
 
 
-def while_step(tensor: Tensor, target: str) -> Callable:
+def while_step(tensor: Tensor, target: str, function: Callable) -> Callable:
     a = tensor.attrs
     body, cond = a["body"], a["cond"]
 
     def step(*args):
-        run, run_cond = compiled_body(body, target), compiled_body(cond, target)
+        run = compiled_body(body, target, function)
+        run_cond = compiled_body(cond, target, function)
+        if is_dry_run():
+            return _dry_value(tensor)
         key = ("while", a["n_vars"], a["maximum_iterations"])
         results = body.memo(args, key, lambda: run_while(
             cond, body, args, a["n_vars"], a["n_body_caps"], a["cond_pos"],
             a["maximum_iterations"], run=run, run_cond=run_cond))
-        return results[a["index"]]
+        return np.array(results[a["index"]], copy=True)
     return step

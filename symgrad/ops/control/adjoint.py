@@ -10,7 +10,6 @@ which become the reverse body's xs stand-ins) with ``grad_ys = lam + gy``.
 from __future__ import annotations
 
 from ...dtypes import is_floating
-from ...errors import NoGradientError
 from ..functions import F
 from ..registry import apply
 from .body import Body, marker, stand_in
@@ -23,7 +22,7 @@ def _gradients(ys, xs, grad_ys):
 
 
 def scan_adjoint(body: Body, n_carry: int, n_x: int, init, xs, caps, hist, seeds_c, seeds_y,
-                 length, reverse: bool) -> tuple:
+                 length, reverse: bool, seeds_h=None) -> tuple:
     """Gradients of (init, xs, caps) given seeds for final carries and ys (None: none)."""
     since = marker()
     C, X = body.inputs[:n_carry], body.inputs[n_carry:]
@@ -35,14 +34,18 @@ def scan_adjoint(body: Body, n_carry: int, n_x: int, init, xs, caps, hist, seeds
     lam = [stand_in(C[j], "adj_carry") for j in fc]
     acc = [stand_in(body.captures[i], "adj_capture") for i in ft]
     gy = [stand_in(Y[j], "adj_y") for j in fy]
+    seeds_h = seeds_h or [None] * n_carry      # cotangents of the history (second order)
+    fh = [j for j in fc if seeds_h[j] is not None]
+    gh = {j: stand_in(C[j], "adj_hist") for j in fh}
     wrt = [C[j] for j in fc] + [X[j] for j in fx] + [body.captures[i] for i in ft]
     grads = _gradients([Cout[j] for j in fc] + [Y[j] for j in fy], wrt, lam + gy) if wrt else []
     g_c, g_x, g_t = grads[:len(fc)], grads[len(fc):len(fc) + len(fx)], grads[len(fc) + len(fx):]
+    g_c = [g + gh[j] if j in gh else g for j, g in zip(fc, g_c)]
     outs = list(g_c) + [a + g for a, g in zip(acc, g_t)] + list(g_x)
-    reverse_body = Body(lam + acc + list(C) + list(X) + gy, outs, since)
+    reverse_body = Body(lam + acc + list(C) + list(X) + gy + [gh[j] for j in fh], outs, since)
     r_init = [F.zeros_like(init[j]) if seeds_c[j] is None else seeds_c[j] for j in fc]
     r_init += [F.zeros_like(caps[i]) for i in ft]
-    r_xs = list(hist) + list(xs) + [seeds_y[j] for j in fy]
+    r_xs = list(hist) + list(xs) + [seeds_y[j] for j in fy] + [seeds_h[j] for j in fh]
     results = _apply_scan(reverse_body, r_init, r_xs, len(lam) + len(acc), length, not reverse)
     init_grads = [None] * len(init)
     for k, j in enumerate(fc):
@@ -76,30 +79,26 @@ def scan_vjp(g, out, inputs: tuple, attrs: dict) -> tuple:
     body, n_carry, n_x = attrs["body"], attrs["n_carry"], attrs["n_x"]
     n_y = len(body.outputs) - n_carry
     index = attrs["index"]
-    if index >= n_carry + n_y:
-        raise NoGradientError(f"No gradient defined for operation 'scan' (the carry history "
-                              f"at tensor '{out.name}' is read by reverse mode only; "
-                              "differentiate the scan's carries and ys)")
+    seeds_h = [g if index == n_carry + n_y + j else None for j in range(n_carry)]
     seeds_c = [g if index == j else None for j in range(n_carry)]
     seeds_y = [g if index == n_carry + j else None for j in range(n_y)]
     init, xs, caps = inputs[:n_carry], inputs[n_carry:n_carry + n_x], inputs[n_carry + n_x:]
     hist = history_nodes(SCAN, inputs, attrs, n_carry + n_y, n_carry)
     return scan_adjoint(body, n_carry, n_x, init, xs, caps, hist, seeds_c, seeds_y,
-                        attrs["length"], attrs["reverse"])
+                        attrs["length"], attrs["reverse"], seeds_h)
 
 
 def while_vjp(g, out, inputs: tuple, attrs: dict) -> tuple:
     from .records import WHILE
     body, n = attrs["body"], attrs["n_vars"]
     index = attrs["index"]
-    if index >= n:
-        raise NoGradientError(f"No gradient defined for operation 'while_loop' (the carry "
-                              f"history at tensor '{out.name}' is read by reverse mode only)")
     init, caps = inputs[:n], inputs[n:]
     n_body = attrs["n_body_caps"]
     hist = history_nodes(WHILE, inputs, attrs, n, n)
     seeds = [g if index == j else None for j in range(n)]
-    grads = scan_adjoint(body, n, 0, init, [], caps[:n_body], hist, seeds, [], None, False)
+    seeds_h = [g if index == n + j else None for j in range(n)]
+    grads = scan_adjoint(body, n, 0, init, [], caps[:n_body], hist, seeds, [], None, False,
+                         seeds_h)
     return tuple(grads) + (None,) * (len(caps) - n_body)
 
 

@@ -18,7 +18,7 @@ by the trace are inside the body, and so is every node that depends on a stand-i
 >>> b = Body([c], [c * s], marker())
 >>> b.captures[0].op.name
 'sin'
->>> b.run([0.5], [np.sin(2.0)])[0].round(4)
+>>> float(b.run([0.5], [np.sin(2.0)])[0].round(4))
 0.4546
 """
 
@@ -96,6 +96,12 @@ def _between(outputs: list, stop: set) -> list:
     return order
 
 
+def _same(kept: np.ndarray, value) -> bool:
+    value = np.asarray(value)
+    return (kept.shape == value.shape and kept.dtype == value.dtype
+            and np.array_equal(kept, value, equal_nan=kept.dtype.kind in "fc"))
+
+
 class Body:
     """A traced function: ``inputs`` (stand-ins) -> ``outputs``, closing over ``captures``."""
 
@@ -124,15 +130,17 @@ class Body:
         return [values[id(o)] for o in self.outputs]
 
     def memo(self, args: tuple, attrs_key: tuple, compute):
-        """``compute()`` once for the same argument objects (the outputs of one loop are
-        several nodes: evaluating each must not run the loop again)."""
+        """``compute()`` once for equal arguments (the outputs of one loop are several nodes:
+        evaluating each must not run the loop again). Arguments are compared by value
+        (kept as copies), so an array changed in place between calls is seen; results are
+        returned as copies, so no consumer can change what a sibling reads later."""
         held = self._memo
-        if held is not None and held[1] == attrs_key and len(held[0]) == len(args) and \
-                all(a is b for a, b in zip(held[0], args)):
-            return held[2]
-        result = compute()
-        self._memo = (tuple(args), attrs_key, result)
-        return result
+        if not (held is not None and held[1] == attrs_key and len(held[0]) == len(args) and
+                all(_same(a, b) for a, b in zip(held[0], args))):
+            result = compute()
+            held = (tuple(np.array(a, copy=True) for a in args), attrs_key, result)
+            self._memo = held
+        return held[2]
 
     def key(self) -> str:
         """A digest of the body's structure (ops, attributes, constants, shapes)."""

@@ -66,7 +66,7 @@ def run_scan(body, args: tuple, n_carry: int, n_x: int, length, reverse: bool, r
 def _scan_numpy(*args, body, n_carry, n_x, length, reverse, checkpoint, index):
     key = ("scan", n_carry, n_x, length, reverse)
     results = body.memo(args, key, lambda: run_scan(body, args, n_carry, n_x, length, reverse))
-    return results[index]
+    return np.array(results[index], copy=True)
 
 
 def scan_layout(body, n_carry: int, steps) -> list:
@@ -124,7 +124,7 @@ def _while_numpy(*args, cond, body, n_vars, n_body_caps, cond_pos, maximum_itera
     key = ("while", n_vars, maximum_iterations)
     results = body.memo(args, key, lambda: run_while(cond, body, args, n_vars, n_body_caps,
                                                      cond_pos, maximum_iterations))
-    return results[index]
+    return np.array(results[index], copy=True)
 
 
 def _while_infer(*inputs, cond, body, n_vars, n_body_caps, cond_pos, maximum_iterations,
