@@ -165,11 +165,11 @@ def test_build_time_errors():
 
 # --- ported from TensorFlow's while_v2_test.py / cond_v2_test.py (plain pytest) ----------------
 def test_tf_while_v2_single_loop_var_gradient():
-    # testSingleLoopVar: ret = while_loop(v < 8, v**2, [x]); grad at x=3 is 4 * x**3
+    # testSingleLoopVar: ret = while_loop(v < 8, v**2, [x]) at x=2: 16, gradient 4 * x**3 = 32
     x = sg.placeholder("x")
     (ret,) = sg.while_loop(lambda v: v < 8.0, lambda v: v ** 2, [x])
     (g,) = sg.gradients(ret, [x])
-    np.testing.assert_allclose(sg.evaluate([ret, g], {x: 3.0}), [81.0, 108.0])
+    np.testing.assert_allclose(sg.evaluate([ret, g], {x: 2.0}), [16.0, 32.0])
 
 
 def test_tf_while_v2_multiple_loop_vars_gradient():
@@ -208,3 +208,16 @@ def test_lotka_volterra_example_small():
     spec.loader.exec_module(module)
     out = module.fit(steps=80)
     np.testing.assert_allclose(out["fitted"], out["true"], rtol=0.15)
+
+
+@pytest.mark.cuda
+def test_cuda_target_runs_loops_on_the_host():
+    x = sg.placeholder("x", (3,))
+    c, _ = sg.scan(lambda c, _: (c * x + 1.0, None), x, length=4)
+    g = sg.gradients(sg.reduce_sum(c), [x])[0]
+    y = sg.cond(x[0] > 0, lambda: x * 2.0, lambda: x)
+    gy = sg.gradients(sg.reduce_sum(y), [x])[0]
+    a = np.array([0.1, 0.2, 0.3])
+    got = sg.function([x], [c, g, y, gy], target="cuda")(a)
+    for u, v in zip(got, sg.evaluate([c, g, y, gy], {x: a})):
+        np.testing.assert_allclose(np.asarray(u), v, rtol=1e-12)

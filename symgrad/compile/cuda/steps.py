@@ -39,6 +39,7 @@ from ...ops.layout import records as L
 from ...ops.layout.records import split_bounds
 from ...ops.reductions import records as R
 from ...ops.scans import records as Q
+from ...ops.control import records as LOOPS
 
 __all__ = ["FORMS", "LIBRARY_CALLS", "StepContext", "run_step", "missing_forms"]
 
@@ -310,7 +311,19 @@ def _tile_grad(ctx, node, g, like):
     return ctx.xp.sum(g.reshape(split_shape), axis=tuple(range(0, 2 * len(dims), 2)))
 
 
+def _on_host(ctx, node, *args):
+    """Loops and branches (sg.scan, while_loop, cond) on the device target: the values go to
+    the host, the loop runs there with the numpy reference body, the result comes back."""
+    host = [numpy.asarray(ctx.download(a)) for a in args]
+    with numpy.errstate(all="ignore"):
+        value = node.op.numpy(*host, **node.attrs)
+    return ctx.xp.asarray(numpy.asarray(value, dtype=node.dtype))
+
+
 FORMS: dict = {
+    LOOPS.SCAN: _on_host,
+    LOOPS.WHILE: _on_host,
+    LOOPS.COND: _on_host,
     C.matmul: _matmul,
     C.einsum: _einsum,
     C.einsum_mask: _einsum_mask,
