@@ -221,3 +221,32 @@ def test_cuda_target_runs_loops_on_the_host():
     got = sg.function([x], [c, g, y, gy], target="cuda")(a)
     for u, v in zip(got, sg.evaluate([c, g, y, gy], {x: a})):
         np.testing.assert_allclose(np.asarray(u), v, rtol=1e-12)
+
+
+def test_jacobian_hessian_hvp_through_scan():
+    p = sg.placeholder("p", (2,))
+    c, ys = sg.scan(lambda c, x: (c * p + x, sg.reduce_sum(c * c)), p,
+                    sg.constant(np.ones((3, 2))))
+    jac = sg.jacobian(c, p)
+    hess = sg.hessians(sg.reduce_sum(ys), [p])[0]
+    hv = sg.hvp(sg.reduce_sum(ys), p, sg.constant([1.0, 0.0]))
+    pv = np.array([0.3, -0.6])
+
+    def fwd(q):
+        c, total = q.copy(), 0.0
+        for _ in range(3):
+            total += np.sum(c * c)
+            c = c * q + 1
+        return c, total
+    got_j, got_h, got_v = sg.evaluate([jac, hess, hv], {p: pv})
+    eps = 1e-5
+    want_j = np.stack([(fwd(pv + eps * e)[0] - fwd(pv - eps * e)[0]) / (2 * eps)
+                       for e in np.eye(2)], 1)
+    np.testing.assert_allclose(got_j, want_j, atol=1e-7)
+
+    def grad(q):
+        return np.array([(fwd(q + eps * e)[1] - fwd(q - eps * e)[1]) / (2 * eps)
+                         for e in np.eye(2)])
+    want_h = np.stack([(grad(pv + 1e-4 * e) - grad(pv - 1e-4 * e)) / 2e-4 for e in np.eye(2)], 1)
+    np.testing.assert_allclose(got_h, want_h, atol=1e-4)
+    np.testing.assert_allclose(got_v, want_h[:, 0], atol=1e-4)
