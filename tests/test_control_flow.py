@@ -56,14 +56,28 @@ def test_scan_value_and_gradient_three_engines(reverse):
     np.testing.assert_allclose(tape.gradient(le, pe).numpy(), got[1], rtol=1e-12)
 
 
-def test_checkpoint_gives_same_gradients():
+@pytest.mark.parametrize("reverse", [False, True])
+def test_checkpoint_gives_same_gradients(reverse):
     rng = np.random.default_rng(1)
     pv, xv = rng.normal(size=3), rng.normal(size=(7, 3))
     p, xs = sg.placeholder("p", (3,)), sg.placeholder("xs", (7, 3))
-    a = sg.gradients(_scan_loss(p, xs), [p])[0]
-    b = sg.gradients(_scan_loss(p, xs, checkpoint=3), [p])[0]
-    ga, gb = sg.evaluate([a, b], {p: pv, xs: xv})
-    np.testing.assert_allclose(ga, gb, rtol=1e-12)
+    a = sg.gradients(_scan_loss(p, xs, reverse), [p, xs])
+    outs = [a[0], a[1]]
+    for k in (1, 2, 3, 7, 10):
+        outs += sg.gradients(_scan_loss(p, xs, reverse, checkpoint=k), [p, xs])
+    got = sg.evaluate(outs, {p: pv, xs: xv})
+    for g in got[2:]:
+        np.testing.assert_allclose(g, got[len(g.shape) - 1], rtol=1e-12)
+    compiled = sg.function([p, xs], outs[:2] + outs[6:8])(pv, xv)   # k = 3
+    np.testing.assert_allclose(compiled[2], got[0], rtol=1e-12)
+    np.testing.assert_allclose(compiled[3], got[1], rtol=1e-12)
+
+
+def test_checkpointed_history_is_every_kth_carry():
+    c, _ = sg.scan(lambda c, _: (c + 1.0, None), sg.constant(0.0), length=7, checkpoint=3)
+    hist = sg.ops.registry.apply(c.op, c.inputs, {**c.attrs, "index": 1})
+    assert hist.shape == (3,)
+    np.testing.assert_allclose(sg.evaluate(hist, {}), [0.0, 3.0, 6.0])
 
 
 def test_fori_loop_closure_gradient_and_hessian():
@@ -250,3 +264,13 @@ def test_jacobian_hessian_hvp_through_scan():
     want_h = np.stack([(grad(pv + 1e-4 * e) - grad(pv - 1e-4 * e)) / 2e-4 for e in np.eye(2)], 1)
     np.testing.assert_allclose(got_h, want_h, atol=1e-4)
     np.testing.assert_allclose(got_v, want_h[:, 0], atol=1e-4)
+
+
+def test_docs_control_flow_examples_run():
+    import pathlib
+    import re
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "control_flow.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "docs/control_flow.md", "exec"), {})

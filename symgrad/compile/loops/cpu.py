@@ -65,9 +65,13 @@ def scan_step(tensor: Tensor, target: str, function: Callable) -> Callable:
         run = compiled_body(body, target, function)
         if is_dry_run():
             return _dry_value(tensor)
-        key = ("scan", a["n_carry"], a["n_x"], a["length"], a["reverse"])
-        results = body.memo(args, key, lambda: run_scan(body, args, a["n_carry"], a["n_x"],
-                                                        a["length"], a["reverse"], run=run))
+        replay = a["replay"]
+        run_replay = compiled_body(replay["body"], target, function) if replay else None
+        key = ("scan", a["n_carry"], a["n_x"], a["length"], a["reverse"], a["checkpoint"],
+               repr(replay))
+        results = body.memo(args, key, lambda: run_scan(
+            body, args, a["n_carry"], a["n_x"], a["length"], a["reverse"], run=run,
+            checkpoint=a["checkpoint"], replay=replay, run_replay=run_replay))
         return np.array(results[a["index"]], copy=True)
     return step
 

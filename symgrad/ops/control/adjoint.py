@@ -22,7 +22,7 @@ def _gradients(ys, xs, grad_ys):
 
 
 def scan_adjoint(body: Body, n_carry: int, n_x: int, init, xs, caps, hist, seeds_c, seeds_y,
-                 length, reverse: bool, seeds_h=None) -> tuple:
+                 length, reverse: bool, seeds_h=None, checkpoint=None) -> tuple:
     """Gradients of (init, xs, caps) given seeds for final carries and ys (None: none)."""
     since = marker()
     C, X = body.inputs[:n_carry], body.inputs[n_carry:]
@@ -46,7 +46,13 @@ def scan_adjoint(body: Body, n_carry: int, n_x: int, init, xs, caps, hist, seeds
     r_init = [F.zeros_like(init[j]) if seeds_c[j] is None else seeds_c[j] for j in fc]
     r_init += [F.zeros_like(caps[i]) for i in ft]
     r_xs = list(hist) + list(xs) + [seeds_y[j] for j in fy] + [seeds_h[j] for j in fh]
-    results = _apply_scan(reverse_body, r_init, r_xs, len(lam) + len(acc), length, not reverse)
+    replay, extra = None, ()
+    if checkpoint is not None and checkpoint > 1:   # hist holds every k-th carry: replay
+        replay = {"body": body, "n_carry": n_carry, "n_x": n_x, "k": checkpoint,
+                  "reverse": reverse, "n_caps": len(caps)}
+        extra = tuple(caps)
+    results = _apply_scan(reverse_body, r_init, r_xs, len(lam) + len(acc), length, not reverse,
+                          replay, extra)
     init_grads = [None] * len(init)
     for k, j in enumerate(fc):
         init_grads[j] = results[k]
@@ -60,12 +66,13 @@ def scan_adjoint(body: Body, n_carry: int, n_x: int, init, xs, caps, hist, seeds
     return tuple(init_grads + x_grads + cap_grads)
 
 
-def _apply_scan(body: Body, init, xs, n_carry: int, length, reverse: bool) -> list:
+def _apply_scan(body: Body, init, xs, n_carry: int, length, reverse: bool, replay=None,
+                extra: tuple = ()) -> list:
     """The outputs (final carries, then ys) of a scan node of ``body``."""
     from .records import SCAN
-    inputs = tuple(init) + tuple(xs) + tuple(body.captures)
+    inputs = tuple(init) + tuple(xs) + tuple(body.captures) + tuple(extra)
     attrs = {"body": body, "n_carry": n_carry, "n_x": len(xs), "length": length,
-             "reverse": reverse, "checkpoint": None}
+             "reverse": reverse, "checkpoint": None, "replay": replay}
     n_out = len(body.outputs)
     return [apply(SCAN, inputs, {**attrs, "index": k}) for k in range(n_out)]
 
@@ -80,12 +87,18 @@ def scan_vjp(g, out, inputs: tuple, attrs: dict) -> tuple:
     n_y = len(body.outputs) - n_carry
     index = attrs["index"]
     seeds_h = [g if index == n_carry + n_y + j else None for j in range(n_carry)]
+    k = attrs["checkpoint"]
+    if attrs["replay"] is not None or (k is not None and k > 1 and any(h is not None for h in seeds_h)):
+        from ...errors import NoGradientError
+        raise NoGradientError(f"No gradient defined for operation 'scan' at tensor "
+                              f"'{out.name}': second order through sg.scan(..., checkpoint=k) "
+                              "is not supported; use checkpoint=None for higher derivatives")
     seeds_c = [g if index == j else None for j in range(n_carry)]
     seeds_y = [g if index == n_carry + j else None for j in range(n_y)]
     init, xs, caps = inputs[:n_carry], inputs[n_carry:n_carry + n_x], inputs[n_carry + n_x:]
     hist = history_nodes(SCAN, inputs, attrs, n_carry + n_y, n_carry)
     return scan_adjoint(body, n_carry, n_x, init, xs, caps, hist, seeds_c, seeds_y,
-                        attrs["length"], attrs["reverse"], seeds_h)
+                        attrs["length"], attrs["reverse"], seeds_h, k)
 
 
 def while_vjp(g, out, inputs: tuple, attrs: dict) -> tuple:

@@ -73,8 +73,9 @@ def scan(fn: Callable, init: Any, xs: Any = None, length: Optional[int] = None,
     """JAX's ``lax.scan``: ``fn(carry, x) -> (carry, y)``; returns ``(carry, ys)``.
 
     ``xs`` (a Tensor or list/tuple) is sliced along axis 0, ``ys`` stacked on a new axis 0
-    (None when fn returns y None). ``checkpoint=k`` is accepted for reverse mode (see
-    docs/control_flow.md). The body is traced once; the loop is one op.
+    (None when fn returns y None). ``checkpoint=k``: reverse mode stores every k-th carry
+    and recomputes the steps between (docs/control_flow.md). The body is traced once; the
+    loop is one op.
 
     >>> import symgrad as sg
     >>> c, ys = sg.scan(lambda c, x: (c * x, c), sg.constant(1.0), sg.constant([2.0, 3.0]))
@@ -146,7 +147,7 @@ def _scan_nodes(body: Body, init: list, xs: list, length, reverse: bool, checkpo
                 name: Optional[str]) -> list:
     inputs = tuple(init) + tuple(xs) + tuple(body.captures)
     attrs = {"body": body, "n_carry": len(init), "n_x": len(xs), "length": length,
-             "reverse": bool(reverse), "checkpoint": checkpoint}
+             "reverse": bool(reverse), "checkpoint": checkpoint, "replay": None}
     return [apply(SCAN, inputs, {**attrs, "index": k}, name)
             for k in range(len(body.outputs))]
 

@@ -33,23 +33,39 @@ def _check_carry(new, old, what: str, t: int) -> np.ndarray:
     return new.astype(np.asarray(old).dtype, copy=False)
 
 
-def run_scan(body, args: tuple, n_carry: int, n_x: int, length, reverse: bool, run=None):
-    """Final carries + stacked ys + carry history (one entry per step, in xs order)."""
+def run_scan(body, args: tuple, n_carry: int, n_x: int, length, reverse: bool, run=None,
+             checkpoint=None, replay=None, run_replay=None):
+    """Final carries + stacked ys + carry history (the carry entering every ``checkpoint``-th
+    step, in step order; every step in xs order without checkpoints). ``replay``: the
+    first xs are a checkpointed forward scan's history, replayed per segment (reverse mode)."""
     run = run or body.run
     carries = [np.asarray(a) for a in args[:n_carry]]
     xs = [np.asarray(a) for a in args[n_carry:n_carry + n_x]]
     caps = args[n_carry + n_x:]
-    lengths = {x.shape[0] for x in xs}
+    skip = replay["n_carry"] if replay else 0
+    per_step = xs[skip:]
+    lengths = {x.shape[0] for x in per_step}
     if len(lengths) > 1:
         raise ShapeError(f"sg.scan: xs have different lengths {sorted(lengths)} along axis 0")
-    steps = xs[0].shape[0] if xs else int(length)
+    steps = per_step[0].shape[0] if per_step else int(length)
+    replayer = None
+    if replay:
+        n_fwd = replay["n_caps"]
+        replayer = Replay(replay, xs[:skip], xs[skip:skip + replay["n_x"]],
+                          caps[len(caps) - n_fwd:], steps, run_replay)
+        caps = caps[:len(caps) - n_fwd]
+    k = checkpoint or 1
     n_y = len(body.outputs) - n_carry
-    hist = [np.empty((steps,) + c.shape, c.dtype) for c in carries]
+    hist = [np.empty(((steps + k - 1) // k,) + c.shape, c.dtype) for c in carries]
     ys = [None] * n_y
-    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
-        for h, c in zip(hist, carries):
-            h[t] = c
-        outs = run(carries + [x[t] for x in xs], caps)
+    for s, t in enumerate(range(steps - 1, -1, -1) if reverse else range(steps)):
+        if s % k == 0:
+            for h, c in zip(hist, carries):
+                h[s // k if k > 1 else t] = c
+        step_x = [x[t] for x in per_step]
+        if replayer is not None:
+            step_x = replayer.carries_at(t) + step_x
+        outs = run(carries + step_x, caps)
         carries = [_check_carry(o, c, "sg.scan", j) for j, (o, c) in
                    enumerate(zip(outs[:n_carry], carries))]
         for j, y in enumerate(outs[n_carry:]):
@@ -63,23 +79,54 @@ def run_scan(body, args: tuple, n_carry: int, n_x: int, length, reverse: bool, r
     return carries + ys + hist
 
 
-def _scan_numpy(*args, body, n_carry, n_x, length, reverse, checkpoint, index):
-    key = ("scan", n_carry, n_x, length, reverse)
-    results = body.memo(args, key, lambda: run_scan(body, args, n_carry, n_x, length, reverse))
+class Replay:
+    """The carries of a checkpointed forward scan, recomputed one segment of ``k`` steps at
+    a time from its stored checkpoints (so only one segment is held at once)."""
+
+    def __init__(self, replay: dict, checkpoints: list, xs: list, caps: tuple, steps: int,
+                 run=None):
+        self.body, self.k, self.reverse = replay["body"], replay["k"], replay["reverse"]
+        self.n = replay["n_carry"]
+        self.checkpoints, self.xs, self.caps, self.steps = checkpoints, xs, caps, steps
+        self.run = run or self.body.run
+        self.segment, self.values = None, []
+
+    def carries_at(self, t: int) -> list:
+        s = self.steps - 1 - t if self.reverse else t       # the forward step of xs index t
+        m = s // self.k
+        if m != self.segment:
+            carries = [c[m] for c in self.checkpoints]
+            self.values = []
+            for s2 in range(m * self.k, min((m + 1) * self.k, self.steps)):
+                self.values.append(carries)
+                t2 = self.steps - 1 - s2 if self.reverse else s2
+                outs = self.run(carries + [x[t2] for x in self.xs], self.caps)
+                carries = [np.asarray(o, dtype=c.dtype) for o, c in zip(outs[:self.n], carries)]
+            self.segment = m
+        return list(self.values[s - m * self.k])
+
+
+def _scan_numpy(*args, body, n_carry, n_x, length, reverse, checkpoint, replay, index):
+    key = ("scan", n_carry, n_x, length, reverse, checkpoint, repr(replay))
+    results = body.memo(args, key, lambda: run_scan(body, args, n_carry, n_x, length, reverse,
+                                                    checkpoint=checkpoint, replay=replay))
     return np.array(results[index], copy=True)
 
 
-def scan_layout(body, n_carry: int, steps) -> list:
+def scan_layout(body, n_carry: int, steps, checkpoint=None) -> list:
     """(shape, dtype) of every output: carries, ys, histories."""
+    k = checkpoint or 1
     carries = [(t.shape, t.dtype) for t in body.inputs[:n_carry]]
     ys = [((steps,) + o.shape, o.dtype) for o in body.outputs[n_carry:]]
-    hist = [((steps,) + s, d) for s, d in carries]
+    kept = steps if k == 1 or steps is None else (steps + k - 1) // k
+    hist = [((kept,) + s, d) for s, d in carries]
     return carries + ys + hist
 
 
-def _scan_infer(*inputs, body, n_carry, n_x, length, reverse, checkpoint, index):
-    steps = inputs[n_carry].shape[0] if n_x else length
-    return scan_layout(body, n_carry, steps)[index]
+def _scan_infer(*inputs, body, n_carry, n_x, length, reverse, checkpoint, replay, index):
+    skip = replay["n_carry"] if replay else 0
+    steps = inputs[n_carry + skip].shape[0] if n_x > skip else length
+    return scan_layout(body, n_carry, steps, checkpoint)[index]
 
 
 def _scan_vjp(g, out, *inputs, **attrs):
