@@ -47,6 +47,9 @@ class OpDef:
     # compiler applies the same rule to symbolic unknown dims (compile/fold.Dims)
     symbolic_dims: bool = False
     dtype_rule: Optional[Callable] = None
+    # structural: "module:function" making the compiled driver's callable for a node
+    # (``maker(tensor, run_reference) -> callable``); None: the driver runs ``numpy``
+    compiled_step: Optional[str] = None
     domain: tuple = (-2.0, 2.0)
     public: bool = True
     # structural: test cases the registry-driven tests run (tests/test_ops_registry.py)

@@ -34,6 +34,7 @@ import numpy as np
 
 from ...numba_internals import enabled as internals_enabled
 from .phantom import Stop, dry_namespace, is_phantom, phantom
+from ..loops.state import dry_running
 
 logger = logging.getLogger("symgrad")
 
@@ -217,8 +218,8 @@ def _bind_entries(module: types.ModuleType, found: dict, entries: dict) -> None:
 
 def _dry_run(run: Callable, args: list) -> bool:
     try:
-        with np.errstate(all="ignore"):   # numpy steps on dummy data (warnings pass:
-            run(*args)                    # a CacheWarning is the user's to see)
+        with np.errstate(all="ignore"), dry_running():   # numpy steps on dummy data (warnings
+            run(*args)                    # pass: a CacheWarning is the user's to see)
         return True
     except Stop:
         return False

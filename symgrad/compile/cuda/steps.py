@@ -40,6 +40,7 @@ from ...ops.layout import records as L
 from ...ops.layout.records import split_bounds
 from ...ops.reductions import records as R
 from ...ops.scans import records as Q
+from ...ops.control import records as LOOPS
 
 __all__ = ["FORMS", "LIBRARY_CALLS", "StepContext", "run_step", "missing_forms"]
 
@@ -324,7 +325,19 @@ def _linalg(ctx, node, fn, args):
         return xp.asarray(fn(xp, *args, **node.attrs))
 
 
+def _on_host(ctx, node, *args):
+    """Loops and branches (sg.scan, while_loop, cond) on the device target: the values go to
+    the host, the loop runs there with the numpy reference body, the result comes back."""
+    host = [numpy.asarray(ctx.download(a)) for a in args]
+    with numpy.errstate(all="ignore"):
+        value = node.op.numpy(*host, **node.attrs)
+    return ctx.xp.asarray(numpy.asarray(value, dtype=node.dtype))
+
+
 FORMS: dict = {
+    LOOPS.SCAN: _on_host,
+    LOOPS.WHILE: _on_host,
+    LOOPS.COND: _on_host,
     C.matmul: _matmul,
     C.einsum: _einsum,
     C.einsum_mask: _einsum_mask,

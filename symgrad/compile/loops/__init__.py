@@ -1,2 +1,2 @@
-"""Loops that stay loops (``sg.scan``, ``sg.fori_loop``, ``sg.while_loop``, ``sg.cond``):
-their compiled forms. Empty until that work lands."""
+"""Loops that stay loops (``sg.scan``, ``sg.fori_loop``, ``sg.while_loop``): their compiled
+forms on the cpu targets (``cpu.py``: the body compiled once, the loop run over it)."""

@@ -6,9 +6,10 @@ target (``cuda_runtime.py``)."""
 from __future__ import annotations
 
 import html
+import importlib
 import re
 import warnings
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -226,8 +227,11 @@ def _numba_errors() -> tuple:
     return (NumbaError,)
 
 
-def bind_runtime(module, plan: Plan, inputs: list) -> None:
-    """Bind what the generated driver uses but cannot print."""
+def bind_runtime(module, plan: Plan, inputs: list, target: Optional[str] = None,
+                 compiler: Any = None) -> None:
+    """Bind what the generated driver uses but cannot print. A step whose record names a
+    ``compiled_step`` (loops) runs that on the cpu targets, with ``compiler``
+    (``sg.function``, passed down by the entry) to compile its body; else its numpy forward."""
     import numba
 
     names = ", ".join(p.name for p in inputs)
@@ -241,7 +245,8 @@ def bind_runtime(module, plan: Plan, inputs: list) -> None:
             ns[f"C{node.index}"] = node.value
     for unit in plan.units:
         if isinstance(unit, Step):
-            ns[f"S{unit.node.index}"] = _step(unit.node.tensor, lambda: ns.get("label_", context))
+            ns[f"S{unit.node.index}"] = _step(unit.node.tensor, lambda: ns.get("label_", context),
+                                              target, compiler)
     placeholders = plan.graph.placeholders
 
     def label() -> str:              # set by CompiledFunction: names its outputs too
@@ -349,7 +354,12 @@ def fallback_() -> None:
     raise Fallback()
 
 
-def _step(tensor: Tensor, label):
+def _step(tensor: Tensor, label, target: Optional[str] = None, compiler: Any = None):
+    maker = tensor.op.compiled_step
+    if maker is not None and compiler is not None and target in ("cpu", "parallel"):
+        module, _, name = maker.partition(":")
+        return getattr(importlib.import_module(module), name)(tensor, target, compiler)
+
     def run(*args):
         try:
             return run_node(tensor, list(args))

@@ -1,0 +1,93 @@
+"""Compiled loops on the cpu targets: the body is compiled ONCE, the loop runs over it.
+
+The loop record names ``scan_step`` / ``while_step`` (``OpDef.compiled_step``); the
+generated driver calls the callable they return where it would call the numpy forward.
+The body graph is cloned with its captures as placeholders and compiled with
+``sg.function`` (same target, passed down by the entry) the first time the loop runs; every step calls that one
+compiled function, so compile time does not depend on the trip count.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ...graph.tensor import Tensor
+from ...ops.control.body import Body, stand_in
+from ...ops.control.records import run_scan, run_while
+from .state import is_dry_run
+
+__all__ = ["compiled_body", "scan_step", "while_step"]
+
+
+def _clone(body: Body) -> tuple:
+    """(placeholders for inputs then captures, outputs) of a copy of the body graph."""
+    caps = [stand_in(c, "capture") for c in body.captures]
+    new = {id(t): t for t in body.inputs}
+    new.update((id(c), p) for c, p in zip(body.captures, caps))
+    for node in body.order:
+        if id(node) in new:
+            continue
+        new[id(node)] = Tensor(node.op, tuple(new[id(i)] for i in node.inputs), node.attrs,
+                               node.shape, node.dtype, node.name)
+    return list(body.inputs) + caps, [new[id(o)] for o in body.outputs]
+
+
+def compiled_body(body: Body, target: str, function: Callable) -> Callable:
+    """``run(inputs, captures) -> list`` of the body compiled by ``function`` (sg.function)
+    for ``target``, once (cached on the body)."""
+    cache = body.compiled if isinstance(body.compiled, dict) else {}
+    body.compiled = cache
+    if target not in cache:
+        inputs, outputs = _clone(body)
+        f = function(inputs, outputs, target=target)
+
+        def run(values, caps, f=f):
+            return f(*values, *caps)
+        cache[target] = run
+    return cache[target]
+
+
+def _dry_value(tensor: Tensor) -> np.ndarray:
+    """A stand-in result for a dry run (unknown dims: 1, a history's length: 0)."""
+    shape = tuple(1 if d is None else d for d in tensor.shape)
+    if tensor.shape and tensor.shape[0] is None:
+        shape = (0,) + shape[1:]
+    return np.zeros(shape, tensor.dtype)
+
+
+def scan_step(tensor: Tensor, target: str, function: Callable) -> Callable:
+    a = tensor.attrs
+    body = a["body"]
+
+    def step(*args):
+        run = compiled_body(body, target, function)
+        if is_dry_run():
+            return _dry_value(tensor)
+        replay = a["replay"]
+        run_replay = compiled_body(replay["body"], target, function) if replay else None
+        key = ("scan", a["n_carry"], a["n_x"], a["length"], a["reverse"], a["checkpoint"],
+               repr(replay))
+        results = body.memo(args, key, lambda: run_scan(
+            body, args, a["n_carry"], a["n_x"], a["length"], a["reverse"], run=run,
+            checkpoint=a["checkpoint"], replay=replay, run_replay=run_replay))
+        return np.array(results[a["index"]], copy=True)
+    return step
+
+
+def while_step(tensor: Tensor, target: str, function: Callable) -> Callable:
+    a = tensor.attrs
+    body, cond = a["body"], a["cond"]
+
+    def step(*args):
+        run = compiled_body(body, target, function)
+        run_cond = compiled_body(cond, target, function)
+        if is_dry_run():
+            return _dry_value(tensor)
+        key = ("while", a["n_vars"], a["maximum_iterations"])
+        results = body.memo(args, key, lambda: run_while(
+            cond, body, args, a["n_vars"], a["n_body_caps"], a["cond_pos"],
+            a["maximum_iterations"], run=run, run_cond=run_cond))
+        return np.array(results[a["index"]], copy=True)
+    return step

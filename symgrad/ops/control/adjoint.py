@@ -1,0 +1,143 @@
+"""Reverse mode of the loop and branch records (their ``vjp``).
+
+``scan_adjoint`` builds the reverse scan: its carries are the cotangents of the forward
+carries (``lam``) and the running sums of the captures' gradients (``acc``); its xs are
+the forward carry history, the forward xs and the ys' cotangents. Its body is
+``sg.gradients`` of the forward body (taken once, on the forward body's own stand-ins,
+which become the reverse body's xs stand-ins) with ``grad_ys = lam + gy``.
+"""
+
+from __future__ import annotations
+
+from ...dtypes import is_floating
+from ..functions import F
+from ..registry import apply
+from .body import Body, marker, stand_in
+
+
+def _gradients(ys, xs, grad_ys):
+    from ...differentiate import gradients
+    return gradients(ys, xs, grad_ys=grad_ys, stop_gradients=list(xs),
+                     unconnected_gradients="zero", name=None)
+
+
+def scan_adjoint(body: Body, n_carry: int, n_x: int, init, xs, caps, hist, seeds_c, seeds_y,
+                 length, reverse: bool, seeds_h=None, checkpoint=None) -> tuple:
+    """Gradients of (init, xs, caps) given seeds for final carries and ys (None: none)."""
+    since = marker()
+    C, X = body.inputs[:n_carry], body.inputs[n_carry:]
+    Cout, Y = body.outputs[:n_carry], body.outputs[n_carry:]
+    fc = [j for j in range(n_carry) if is_floating(C[j].dtype)]
+    fy = [j for j, s in enumerate(seeds_y) if s is not None and is_floating(Y[j].dtype)]
+    fx = [j for j in range(n_x) if is_floating(X[j].dtype)]
+    ft = [i for i, t in enumerate(body.captures) if is_floating(t.dtype)]
+    lam = [stand_in(C[j], "adj_carry") for j in fc]
+    acc = [stand_in(body.captures[i], "adj_capture") for i in ft]
+    gy = [stand_in(Y[j], "adj_y") for j in fy]
+    seeds_h = seeds_h or [None] * n_carry      # cotangents of the history (second order)
+    fh = [j for j in fc if seeds_h[j] is not None]
+    gh = {j: stand_in(C[j], "adj_hist") for j in fh}
+    wrt = [C[j] for j in fc] + [X[j] for j in fx] + [body.captures[i] for i in ft]
+    grads = _gradients([Cout[j] for j in fc] + [Y[j] for j in fy], wrt, lam + gy) if wrt else []
+    g_c, g_x, g_t = grads[:len(fc)], grads[len(fc):len(fc) + len(fx)], grads[len(fc) + len(fx):]
+    g_c = [g + gh[j] if j in gh else g for j, g in zip(fc, g_c)]
+    outs = list(g_c) + [a + g for a, g in zip(acc, g_t)] + list(g_x)
+    reverse_body = Body(lam + acc + list(C) + list(X) + gy + [gh[j] for j in fh], outs, since)
+    r_init = [F.zeros_like(init[j]) if seeds_c[j] is None else seeds_c[j] for j in fc]
+    r_init += [F.zeros_like(caps[i]) for i in ft]
+    r_xs = list(hist) + list(xs) + [seeds_y[j] for j in fy] + [seeds_h[j] for j in fh]
+    replay, extra = None, ()
+    if checkpoint is not None and checkpoint > 1:   # hist holds every k-th carry: replay
+        replay = {"body": body, "n_carry": n_carry, "n_x": n_x, "k": checkpoint,
+                  "reverse": reverse, "n_caps": len(caps)}
+        extra = tuple(caps)
+    results = _apply_scan(reverse_body, r_init, r_xs, len(lam) + len(acc), length, not reverse,
+                          replay, extra)
+    init_grads = [None] * len(init)
+    for k, j in enumerate(fc):
+        init_grads[j] = results[k]
+    cap_grads = [None] * len(caps)
+    for k, i in enumerate(ft):
+        cap_grads[i] = results[len(fc) + k]
+    x_grads = [None] * len(xs)
+    n_r = len(lam) + len(acc)
+    for k, j in enumerate(fx):
+        x_grads[j] = results[n_r + k]
+    return tuple(init_grads + x_grads + cap_grads)
+
+
+def _apply_scan(body: Body, init, xs, n_carry: int, length, reverse: bool, replay=None,
+                extra: tuple = ()) -> list:
+    """The outputs (final carries, then ys) of a scan node of ``body``."""
+    from .records import SCAN
+    inputs = tuple(init) + tuple(xs) + tuple(body.captures) + tuple(extra)
+    attrs = {"body": body, "n_carry": n_carry, "n_x": len(xs), "length": length,
+             "reverse": reverse, "checkpoint": None, "replay": replay}
+    n_out = len(body.outputs)
+    return [apply(SCAN, inputs, {**attrs, "index": k}) for k in range(n_out)]
+
+
+def history_nodes(op, inputs: tuple, attrs: dict, first: int, count: int) -> list:
+    return [apply(op, inputs, {**attrs, "index": first + j}) for j in range(count)]
+
+
+def scan_vjp(g, out, inputs: tuple, attrs: dict) -> tuple:
+    from .records import SCAN
+    body, n_carry, n_x = attrs["body"], attrs["n_carry"], attrs["n_x"]
+    n_y = len(body.outputs) - n_carry
+    index = attrs["index"]
+    seeds_h = [g if index == n_carry + n_y + j else None for j in range(n_carry)]
+    k = attrs["checkpoint"]
+    if attrs["replay"] is not None or (k is not None and k > 1 and any(h is not None for h in seeds_h)):
+        from ...errors import NoGradientError
+        raise NoGradientError(f"No gradient defined for operation 'scan' at tensor "
+                              f"'{out.name}': second order through sg.scan(..., checkpoint=k) "
+                              "is not supported; use checkpoint=None for higher derivatives")
+    seeds_c = [g if index == j else None for j in range(n_carry)]
+    seeds_y = [g if index == n_carry + j else None for j in range(n_y)]
+    init, xs, caps = inputs[:n_carry], inputs[n_carry:n_carry + n_x], inputs[n_carry + n_x:]
+    hist = history_nodes(SCAN, inputs, attrs, n_carry + n_y, n_carry)
+    return scan_adjoint(body, n_carry, n_x, init, xs, caps, hist, seeds_c, seeds_y,
+                        attrs["length"], attrs["reverse"], seeds_h, k)
+
+
+def while_vjp(g, out, inputs: tuple, attrs: dict) -> tuple:
+    from .records import WHILE
+    body, n = attrs["body"], attrs["n_vars"]
+    index = attrs["index"]
+    init, caps = inputs[:n], inputs[n:]
+    n_body = attrs["n_body_caps"]
+    hist = history_nodes(WHILE, inputs, attrs, n, n)
+    seeds = [g if index == j else None for j in range(n)]
+    seeds_h = [g if index == n + j else None for j in range(n)]
+    grads = scan_adjoint(body, n, 0, init, [], caps[:n_body], hist, seeds, [], None, False,
+                         seeds_h)
+    return tuple(grads) + (None,) * (len(caps) - n_body)
+
+
+def cond_vjp(g, out, caps: tuple, attrs: dict) -> tuple:
+    """A cond of the two branches' gradients with respect to every capture."""
+    from .records import COND
+    index = attrs["index"]
+    true_body, false_body, false_pos = attrs["true_body"], attrs["false_body"], attrs["false_pos"]
+    floats = [i for i, c in enumerate(caps) if is_floating(c.dtype)]
+    if not floats:
+        return (None,) * (1 + len(caps))
+    false_caps = [caps[p] for p in false_pos]
+    branches = []
+    for branch, own in ((true_body, list(caps[:len(true_body.captures)])),
+                        (false_body, false_caps)):
+        since = branch.since
+        wanted = [caps[i] for i in floats]
+        grads = _gradients([branch.outputs[index]], wanted, [g])
+        branches.append(Body([], grads, since, outside=[g]))
+    from .api import cond_node_outputs
+    results = cond_node_outputs(inputs_pred(out), branches[0], branches[1])
+    out_grads = [None] * len(caps)
+    for k, i in enumerate(floats):
+        out_grads[i] = results[k]
+    return (None,) + tuple(out_grads)
+
+
+def inputs_pred(out):
+    return out.inputs[0]

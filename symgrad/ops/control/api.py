@@ -1,0 +1,306 @@
+"""The public control flow: ``sg.scan``, ``sg.fori_loop``, ``sg.while_loop``, ``sg.cond``.
+
+On symbolic Tensors each traces its function(s) ONCE on placeholder stand-ins and builds
+loop or branch nodes (``records.py``); on eager values (``sg.Variable``, inside a
+``GradientTape``) it runs the Python loop step by step, so the tape records every step.
+
+>>> import symgrad as sg
+>>> x = sg.placeholder("x")
+>>> y = sg.fori_loop(0, 3, lambda i, c: c * x, sg.constant(1.0))
+>>> (g,) = sg.gradients(y, [x])
+>>> sg.evaluate([y, g], {x: 2.0})
+[array(8.), array(12.)]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ...errors import DTypeError, ShapeError
+from ...graph.tensor import Tensor
+from ..functions import export
+from ..registry import apply, as_tensors
+from .body import Body, marker, stand_in
+from .records import COND, SCAN, WHILE
+
+__all__ = ["scan", "fori_loop", "while_loop", "cond"]
+
+
+# --- structures: a Tensor or a list/tuple of Tensors ------------------------------------------
+def _leaves(value: Any) -> tuple:
+    """(leaves, pack): pack(leaves) rebuilds the structure of ``value``."""
+    if isinstance(value, (list, tuple)):
+        kind = type(value)
+        return list(value), (lambda items: kind(items))
+    return [value], (lambda items: items[0])
+
+
+def _as_tensor(value: Any, api: str, what: str) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    if value is None:
+        raise TypeError(f"{api}: {what} is None; expected a Tensor or an array")
+    return as_tensors(SCAN, (np.asarray(value),))[0]
+
+
+def _is_eager(values: list) -> bool:
+    from ...tape.eager import EAGER_TYPES
+    from ...tape.state import recording_tapes
+    if any(isinstance(v, Tensor) for v in values):
+        return False
+    return any(isinstance(v, EAGER_TYPES) for v in values) or bool(recording_tapes())
+
+
+def _check_same(new: Tensor, old: Tensor, api: str, what: str) -> None:
+    if tuple(new.shape) != tuple(old.shape):
+        raise ShapeError(f"{api}: {what} has shape {tuple(old.shape)} entering the step but "
+                         f"{tuple(new.shape)} leaving it ('{new.name}', {new.op.name}); a loop "
+                         "variable must keep its shape")
+    if new.dtype != old.dtype:
+        raise DTypeError(f"{api}: {what} has dtype {old.dtype.name} entering the step but "
+                         f"{new.dtype.name} leaving it ('{new.name}'); cast it with sg.cast")
+
+
+def _eager_value(value: Any) -> np.ndarray:
+    return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+
+
+# --- scan ---------------------------------------------------------------------------------------
+def scan(fn: Callable, init: Any, xs: Any = None, length: Optional[int] = None,
+         reverse: bool = False, checkpoint: Optional[int] = None, name: Optional[str] = None):
+    """JAX's ``lax.scan``: ``fn(carry, x) -> (carry, y)``; returns ``(carry, ys)``.
+
+    ``xs`` (a Tensor or list/tuple) is sliced along axis 0, ``ys`` stacked on a new axis 0
+    (None when fn returns y None). ``checkpoint=k``: reverse mode stores every k-th carry
+    and recomputes the steps between (docs/control_flow.md). The body is traced once; the
+    loop is one op.
+
+    >>> import symgrad as sg
+    >>> c, ys = sg.scan(lambda c, x: (c * x, c), sg.constant(1.0), sg.constant([2.0, 3.0]))
+    >>> sg.evaluate([c, ys], {})
+    [array(6.), array([1., 2.])]
+    """
+    if checkpoint is not None and (not isinstance(checkpoint, int) or checkpoint < 1):
+        raise ValueError(f"sg.scan: checkpoint must be None or a positive int, got {checkpoint!r}")
+    init_leaves, pack_c = _leaves(init)
+    x_leaves, pack_x = _leaves(xs) if xs is not None else ([], None)
+    if _is_eager(init_leaves + x_leaves):
+        return _eager_scan(fn, init, xs, length, reverse)
+    init_t = [_as_tensor(v, "sg.scan", f"init[{j}]") for j, v in enumerate(init_leaves)]
+    xs_t = [_as_tensor(v, "sg.scan", f"xs[{j}]") for j, v in enumerate(x_leaves)]
+    steps = _scan_length(xs_t, length)
+    carry_in = [stand_in(t, f"carry{j}") for j, t in enumerate(init_t)]
+    x_in = [stand_in(t, f"x{j}", tuple(t.shape[1:])) for j, t in enumerate(xs_t)]
+    since = marker()
+    result = fn(pack_c(carry_in), pack_x(x_in) if xs is not None else None)
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise TypeError("sg.scan: fn must return a pair (carry, y), got "
+                        f"{type(result).__name__}")
+    carry_out, y = result
+    out_leaves, _ = _leaves(carry_out)
+    if len(out_leaves) != len(init_t):
+        raise ShapeError(f"sg.scan: fn returned {len(out_leaves)} carries for "
+                         f"{len(init_t)} in init; the carry must keep its structure")
+    out_t = [_as_tensor(v, "sg.scan", f"carry[{j}]") for j, v in enumerate(out_leaves)]
+    out_t = [_cast_literal(o, c) for o, c in zip(out_t, carry_in)]
+    for j, (o, c) in enumerate(zip(out_t, carry_in)):
+        _check_same(o, c, "sg.scan", f"carry[{j}]")
+    y_leaves, pack_y = _leaves(y) if y is not None else ([], None)
+    y_t = [_as_tensor(v, "sg.scan", f"y[{j}]") for j, v in enumerate(y_leaves)]
+    body = Body(carry_in + x_in, out_t + y_t, since)
+    outs = _scan_nodes(body, init_t, xs_t, steps if not xs_t else None, reverse, checkpoint, name)
+    carries, ys = outs[:len(init_t)], outs[len(init_t):]
+    return pack_c(carries), (pack_y(ys) if y is not None else None)
+
+
+def _cast_literal(out: Tensor, like: Tensor) -> Tensor:
+    """A constant returned as a carry (a Python number) takes the carry's dtype."""
+    if out.op.name == "constant" and out.dtype != like.dtype and out.shape == like.shape:
+        return as_tensors(SCAN, (np.asarray(out.attrs["value"], like.dtype),))[0]
+    return out
+
+
+def _scan_length(xs: list, length: Optional[int]):
+    if not xs:
+        if length is None:
+            raise ValueError("sg.scan: pass xs or length (the number of steps)")
+        if not isinstance(length, (int, np.integer)) or length < 0:
+            raise ValueError(f"sg.scan: length must be a non-negative int, got {length!r}")
+        return int(length)
+    for j, x in enumerate(xs):
+        if len(x.shape) == 0:
+            raise ShapeError(f"sg.scan: xs[{j}] '{x.name}' is a scalar; xs are sliced along "
+                             "axis 0")
+    known = {x.shape[0] for x in xs if x.shape[0] is not None}
+    if len(known) > 1:
+        described = ", ".join(f"xs[{j}] '{x.name}' {x.shape[0]}" for j, x in enumerate(xs))
+        raise ShapeError(f"sg.scan: xs have unequal lengths along axis 0: {described}")
+    steps = known.pop() if known else None
+    if length is not None and steps is not None and length != steps:
+        raise ShapeError(f"sg.scan: length={length} but xs have length {steps}")
+    return steps
+
+
+def _scan_nodes(body: Body, init: list, xs: list, length, reverse: bool, checkpoint,
+                name: Optional[str]) -> list:
+    inputs = tuple(init) + tuple(xs) + tuple(body.captures)
+    attrs = {"body": body, "n_carry": len(init), "n_x": len(xs), "length": length,
+             "reverse": bool(reverse), "checkpoint": checkpoint, "replay": None}
+    return [apply(SCAN, inputs, {**attrs, "index": k}, name)
+            for k in range(len(body.outputs))]
+
+
+def _eager_scan(fn, init, xs, length, reverse):
+    from ..functions import F
+    x_leaves, pack_x = _leaves(xs) if xs is not None else ([], None)
+    steps = len(_eager_value(x_leaves[0])) if x_leaves else int(length)
+    carry, ys = init, [None] * steps
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        x = pack_x([v[t] for v in x_leaves]) if xs is not None else None
+        carry, ys[t] = fn(carry, x)
+    if not steps or ys[0] is None:
+        return carry, None
+    y_leaves, pack_y = _leaves(ys[0])
+    columns = [[_leaves(y)[0][j] for y in ys] for j in range(len(y_leaves))]
+    return carry, pack_y([F.stack(col, 0) for col in columns])
+
+
+# --- fori_loop ----------------------------------------------------------------------------------
+def fori_loop(lower: Any, upper: Any, body: Callable, init: Any, name: Optional[str] = None):
+    """JAX's ``lax.fori_loop``: ``body(i, carry) -> carry`` for i in [lower, upper).
+
+    Int bounds give a scan over ``i`` (reverse mode stores one carry per step); Tensor
+    bounds give a while loop.
+    """
+    if isinstance(lower, (int, np.integer)) and isinstance(upper, (int, np.integer)):
+        index = np.arange(int(lower), max(int(lower), int(upper)), dtype=np.int64)
+        if _is_eager(_leaves(init)[0]):
+            carry = init
+            for i in index:
+                carry = body(int(i), carry)
+            return carry
+        carry, _ = scan(lambda c, i: (body(i, c), None), init, as_tensors(SCAN, (index,))[0],
+                        name=name)
+        return carry
+    leaves, pack = _leaves(init)
+
+    def step(i, *values):
+        out = body(i, pack(list(values)))
+        return [i + 1] + _leaves(out)[0]
+
+    out = while_loop(lambda i, *values: i < upper, step, [lower] + leaves, name=name)
+    return pack(out[1:])
+
+
+# --- while_loop ---------------------------------------------------------------------------------
+def while_loop(cond: Callable, body: Callable, loop_vars: Any,
+               maximum_iterations: Optional[int] = None, name: Optional[str] = None):
+    """TF's ``tf.while_loop``: repeat ``loop_vars = body(*loop_vars)`` while
+    ``cond(*loop_vars)``; gradients flow through the iterations taken.
+
+    >>> import symgrad as sg
+    >>> out = sg.while_loop(lambda i, s: i < 4, lambda i, s: (i + 1, s * 2.0),
+    ...                     [sg.constant(0), sg.constant(1.0)])
+    >>> sg.evaluate(out, {})
+    [array(4), array(16.)]
+    """
+    leaves, pack = _leaves(loop_vars)
+    if _is_eager(leaves):
+        return _eager_while(cond, body, leaves, pack, maximum_iterations)
+    init = [_as_tensor(v, "sg.while_loop", f"loop_vars[{j}]") for j, v in enumerate(leaves)]
+    ins = [stand_in(t, f"var{j}") for j, t in enumerate(init)]
+    since = marker()
+    pred = _as_tensor(cond(*ins), "sg.while_loop", "cond's result")
+    _check_predicate(pred, "sg.while_loop", "cond's result")
+    outs, _ = _leaves(body(*ins))
+    if len(outs) != len(init):
+        raise ShapeError(f"sg.while_loop: body returned {len(outs)} values for "
+                         f"{len(init)} loop_vars")
+    outs = [_cast_literal(_as_tensor(o, "sg.while_loop", f"loop_vars[{j}]"), c)
+            for j, (o, c) in enumerate(zip(outs, ins))]
+    for j, (o, c) in enumerate(zip(outs, ins)):
+        _check_same(o, c, "sg.while_loop", f"loop_vars[{j}]")
+    cond_body = Body(ins, [pred], since)
+    loop_body = Body(ins, outs, since)
+    caps = list(loop_body.captures)
+    for c in cond_body.captures:
+        if not any(c is k for k in caps):
+            caps.append(c)
+    cond_pos = tuple(next(p for p, k in enumerate(caps) if k is c) for c in cond_body.captures)
+    attrs = {"cond": cond_body, "body": loop_body, "n_vars": len(init),
+             "n_body_caps": len(loop_body.captures), "cond_pos": cond_pos,
+             "maximum_iterations": None if maximum_iterations is None else int(maximum_iterations)}
+    inputs = tuple(init) + tuple(caps)
+    nodes = [apply(WHILE, inputs, {**attrs, "index": k}, name) for k in range(len(init))]
+    return pack(nodes)
+
+
+def _eager_while(cond, body, values, pack, maximum_iterations):
+    steps = 0
+    while maximum_iterations is None or steps < maximum_iterations:
+        if not bool(_eager_value(cond(*values))):
+            break
+        values = _leaves(body(*values))[0]
+        steps += 1
+    return pack(values)
+
+
+def _check_predicate(pred: Tensor, api: str, what: str) -> None:
+    if tuple(pred.shape) != ():
+        raise ShapeError(f"{api}: {what} '{pred.name}' has shape {tuple(pred.shape)}; the "
+                         "predicate must be a scalar bool (reduce it with sg.reduce_all/any)")
+    if pred.dtype != np.bool_:
+        raise DTypeError(f"{api}: {what} '{pred.name}' has dtype {pred.dtype.name}; the "
+                         "predicate must be bool (compare it, e.g. x > 0)")
+
+
+# --- cond ---------------------------------------------------------------------------------------
+def cond(pred: Any, true_fn: Callable, false_fn: Callable, name: Optional[str] = None):
+    """TF's ``tf.cond``: ``true_fn()`` if the scalar bool ``pred`` else ``false_fn()``; only
+    the taken branch runs, and only it carries gradient.
+
+    >>> import symgrad as sg
+    >>> x = sg.placeholder("x")
+    >>> y = sg.cond(x > 0, lambda: sg.sqrt(x), lambda: -x)
+    >>> (g,) = sg.gradients(y, [x])
+    >>> sg.evaluate([y, g], {x: -4.0})
+    [array(4.), array(-1.)]
+    """
+    if not isinstance(pred, Tensor):
+        value = _eager_value(pred)
+        if value.shape != ():
+            raise ShapeError(f"sg.cond: pred has shape {value.shape}; it must be a scalar bool")
+        return true_fn() if bool(value) else false_fn()
+    _check_predicate(pred, "sg.cond", "pred")
+    since = marker()
+    t_leaves, pack = _leaves(true_fn())
+    f_leaves, _ = _leaves(false_fn())
+    if len(t_leaves) != len(f_leaves):
+        raise ShapeError(f"sg.cond: true_fn returned {len(t_leaves)} values and false_fn "
+                         f"{len(f_leaves)}; the branches must return the same structure")
+    t_out = [_as_tensor(v, "sg.cond", f"true_fn output {j}") for j, v in enumerate(t_leaves)]
+    f_out = [_as_tensor(v, "sg.cond", f"false_fn output {j}") for j, v in enumerate(f_leaves)]
+    f_out = [_cast_literal(f, t) for f, t in zip(f_out, t_out)]
+    t_out = [_cast_literal(t, f) for f, t in zip(f_out, t_out)]
+    for j, (t, f) in enumerate(zip(t_out, f_out)):
+        _check_same(f, t, "sg.cond", f"output {j} (true_fn vs false_fn)")
+    results = cond_node_outputs(pred, Body([], t_out, since), Body([], f_out, since), name)
+    return pack(results)
+
+
+def cond_node_outputs(pred: Tensor, true_body: Body, false_body: Body,
+                      name: Optional[str] = None) -> list:
+    caps = list(true_body.captures)
+    for c in false_body.captures:
+        if not any(c is k for k in caps):
+            caps.append(c)
+    false_pos = tuple(next(p for p, k in enumerate(caps) if k is c)
+                      for c in false_body.captures)
+    attrs = {"true_body": true_body, "false_body": false_body, "false_pos": false_pos}
+    return [apply(COND, (pred,) + tuple(caps), {**attrs, "index": k}, name)
+            for k in range(len(true_body.outputs))]
+
+
+export(globals())
