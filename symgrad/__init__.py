@@ -74,6 +74,6 @@ from .ops.assembly import *  # noqa: E402,F401,F403
 from .ops.assembly import __all__ as _ASSEMBLY  # noqa: E402
 from .errors import SegmentIdError  # noqa: E402
 __all__ += ["SegmentIdError"] + _ASSEMBLY
-# v4 control flow: loops and branches as single ops (symgrad/ops/control, docs/control_flow.md)
-from .ops.control import cond, fori_loop, scan, while_loop  # noqa: E402
+# v4 control flow: loops and branches as single ops (symgrad/control, docs/control_flow.md)
+from .control import cond, fori_loop, scan, while_loop  # noqa: E402
 __all__ += ["cond", "fori_loop", "scan", "while_loop"]

@@ -40,7 +40,7 @@ from ...ops.layout import records as L
 from ...ops.layout.records import split_bounds
 from ...ops.reductions import records as R
 from ...ops.scans import records as Q
-from ...ops.control import records as LOOPS
+from ...control import records as LOOPS
 
 __all__ = ["FORMS", "LIBRARY_CALLS", "StepContext", "run_step", "missing_forms"]
 

@@ -14,8 +14,8 @@ from typing import Callable
 import numpy as np
 
 from ...graph.tensor import Tensor
-from ...ops.control.body import Body, stand_in
-from ...ops.control.records import run_scan, run_while
+from ...control.body import Body, stand_in
+from ...control.records import run_scan, run_while
 from .state import is_dry_run
 
 __all__ = ["compiled_body", "scan_step", "while_step"]

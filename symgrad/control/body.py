@@ -11,7 +11,7 @@ by the trace are inside the body, and so is every node that depends on a stand-i
 
 >>> import numpy as np
 >>> import symgrad as sg
->>> from symgrad.ops.control.body import Body, marker, stand_in
+>>> from symgrad.control.body import Body, marker, stand_in
 >>> theta = sg.placeholder("theta")
 >>> s = sg.sin(theta)
 >>> c = stand_in(theta, "c")
@@ -30,16 +30,16 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ...graph.tensor import Tensor
-from ...graph.traversal import topological_order
-from ..sources import placeholder
+from ..graph.tensor import Tensor
+from ..graph.traversal import topological_order
+from ..ops.sources import placeholder
 
 _counter = itertools.count()
 
 
 def marker() -> int:
     """The id of the newest node so far (nodes made later have larger ids)."""
-    from ...graph import tensor
+    from ..graph import tensor
     probe = next(tensor._ids)
     return probe
 
@@ -118,7 +118,7 @@ class Body:
 
     def run(self, inputs: Sequence, captures: Sequence) -> list:
         """The outputs' values (numpy) for input and capture values (the reference path)."""
-        from ...evaluate import run_node
+        from ..evaluate import run_node
 
         values = {id(t): np.asarray(v) for t, v in zip(self.inputs, inputs)}
         values.update((id(t), np.asarray(v)) for t, v in zip(self.captures, captures))

@@ -18,12 +18,13 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ...errors import DTypeError, ShapeError
-from ...graph.tensor import Tensor
-from ..functions import export
-from ..registry import apply, as_tensors
+from ..errors import DTypeError, ShapeError
+from ..graph.tensor import Tensor
+from ..ops.functions import export
+from ..ops.registry import apply, as_tensors
+from .adjoint import cond_outputs
 from .body import Body, marker, stand_in
-from .records import COND, SCAN, WHILE
+from .records import SCAN, WHILE
 
 __all__ = ["scan", "fori_loop", "while_loop", "cond"]
 
@@ -46,8 +47,8 @@ def _as_tensor(value: Any, api: str, what: str) -> Tensor:
 
 
 def _is_eager(values: list) -> bool:
-    from ...tape.eager import EAGER_TYPES
-    from ...tape.state import recording_tapes
+    from ..tape.eager import EAGER_TYPES
+    from ..tape.state import recording_tapes
     if any(isinstance(v, Tensor) for v in values):
         return False
     return any(isinstance(v, EAGER_TYPES) for v in values) or bool(recording_tapes())
@@ -153,7 +154,7 @@ def _scan_nodes(body: Body, init: list, xs: list, length, reverse: bool, checkpo
 
 
 def _eager_scan(fn, init, xs, length, reverse):
-    from ..functions import F
+    from ..ops.functions import F
     x_leaves, pack_x = _leaves(xs) if xs is not None else ([], None)
     steps = len(_eager_value(x_leaves[0])) if x_leaves else int(length)
     carry, ys = init, [None] * steps
@@ -292,15 +293,7 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, name: Optional[str] =
 
 def cond_node_outputs(pred: Tensor, true_body: Body, false_body: Body,
                       name: Optional[str] = None) -> list:
-    caps = list(true_body.captures)
-    for c in false_body.captures:
-        if not any(c is k for k in caps):
-            caps.append(c)
-    false_pos = tuple(next(p for p, k in enumerate(caps) if k is c)
-                      for c in false_body.captures)
-    attrs = {"true_body": true_body, "false_body": false_body, "false_pos": false_pos}
-    return [apply(COND, (pred,) + tuple(caps), {**attrs, "index": k}, name)
-            for k in range(len(true_body.outputs))]
+    return cond_outputs(pred, true_body, false_body, name)
 
 
 export(globals())

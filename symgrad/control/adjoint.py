@@ -9,14 +9,14 @@ which become the reverse body's xs stand-ins) with ``grad_ys = lam + gy``.
 
 from __future__ import annotations
 
-from ...dtypes import is_floating
-from ..functions import F
-from ..registry import apply
+from ..dtypes import is_floating
+from ..ops.functions import F
+from ..ops.registry import apply
 from .body import Body, marker, stand_in
 
 
 def _gradients(ys, xs, grad_ys):
-    from ...differentiate import gradients
+    from ..differentiate import gradients
     return gradients(ys, xs, grad_ys=grad_ys, stop_gradients=list(xs),
                      unconnected_gradients="zero", name=None)
 
@@ -66,15 +66,32 @@ def scan_adjoint(body: Body, n_carry: int, n_x: int, init, xs, caps, hist, seeds
     return tuple(init_grads + x_grads + cap_grads)
 
 
+OPS: dict = {}
+"""The loop records by role (``scan``, ``while_loop``, ``cond``), set by ``records.py`` when it
+loads: this module builds reverse loops without importing the records (no import cycle)."""
+
+
+def cond_outputs(pred, true_body: Body, false_body: Body, name=None) -> list:
+    """The output nodes of one cond of ``true_body`` / ``false_body`` (captures merged)."""
+    caps = list(true_body.captures)
+    for c in false_body.captures:
+        if not any(c is k for k in caps):
+            caps.append(c)
+    false_pos = tuple(next(p for p, k in enumerate(caps) if k is c)
+                      for c in false_body.captures)
+    attrs = {"true_body": true_body, "false_body": false_body, "false_pos": false_pos}
+    return [apply(OPS["cond"], (pred,) + tuple(caps), {**attrs, "index": k}, name)
+            for k in range(len(true_body.outputs))]
+
+
 def _apply_scan(body: Body, init, xs, n_carry: int, length, reverse: bool, replay=None,
                 extra: tuple = ()) -> list:
     """The outputs (final carries, then ys) of a scan node of ``body``."""
-    from .records import SCAN
     inputs = tuple(init) + tuple(xs) + tuple(body.captures) + tuple(extra)
     attrs = {"body": body, "n_carry": n_carry, "n_x": len(xs), "length": length,
              "reverse": reverse, "checkpoint": None, "replay": replay}
     n_out = len(body.outputs)
-    return [apply(SCAN, inputs, {**attrs, "index": k}) for k in range(n_out)]
+    return [apply(OPS["scan"], inputs, {**attrs, "index": k}) for k in range(n_out)]
 
 
 def history_nodes(op, inputs: tuple, attrs: dict, first: int, count: int) -> list:
@@ -82,32 +99,30 @@ def history_nodes(op, inputs: tuple, attrs: dict, first: int, count: int) -> lis
 
 
 def scan_vjp(g, out, inputs: tuple, attrs: dict) -> tuple:
-    from .records import SCAN
     body, n_carry, n_x = attrs["body"], attrs["n_carry"], attrs["n_x"]
     n_y = len(body.outputs) - n_carry
     index = attrs["index"]
     seeds_h = [g if index == n_carry + n_y + j else None for j in range(n_carry)]
     k = attrs["checkpoint"]
     if attrs["replay"] is not None or (k is not None and k > 1 and any(h is not None for h in seeds_h)):
-        from ...errors import NoGradientError
+        from ..errors import NoGradientError
         raise NoGradientError(f"No gradient defined for operation 'scan' at tensor "
                               f"'{out.name}': second order through sg.scan(..., checkpoint=k) "
                               "is not supported; use checkpoint=None for higher derivatives")
     seeds_c = [g if index == j else None for j in range(n_carry)]
     seeds_y = [g if index == n_carry + j else None for j in range(n_y)]
     init, xs, caps = inputs[:n_carry], inputs[n_carry:n_carry + n_x], inputs[n_carry + n_x:]
-    hist = history_nodes(SCAN, inputs, attrs, n_carry + n_y, n_carry)
+    hist = history_nodes(OPS["scan"], inputs, attrs, n_carry + n_y, n_carry)
     return scan_adjoint(body, n_carry, n_x, init, xs, caps, hist, seeds_c, seeds_y,
                         attrs["length"], attrs["reverse"], seeds_h, k)
 
 
 def while_vjp(g, out, inputs: tuple, attrs: dict) -> tuple:
-    from .records import WHILE
     body, n = attrs["body"], attrs["n_vars"]
     index = attrs["index"]
     init, caps = inputs[:n], inputs[n:]
     n_body = attrs["n_body_caps"]
-    hist = history_nodes(WHILE, inputs, attrs, n, n)
+    hist = history_nodes(OPS["while_loop"], inputs, attrs, n, n)
     seeds = [g if index == j else None for j in range(n)]
     seeds_h = [g if index == n + j else None for j in range(n)]
     grads = scan_adjoint(body, n, 0, init, [], caps[:n_body], hist, seeds, [], None, False,
@@ -117,7 +132,6 @@ def while_vjp(g, out, inputs: tuple, attrs: dict) -> tuple:
 
 def cond_vjp(g, out, caps: tuple, attrs: dict) -> tuple:
     """A cond of the two branches' gradients with respect to every capture."""
-    from .records import COND
     index = attrs["index"]
     true_body, false_body, false_pos = attrs["true_body"], attrs["false_body"], attrs["false_pos"]
     floats = [i for i, c in enumerate(caps) if is_floating(c.dtype)]
@@ -131,8 +145,7 @@ def cond_vjp(g, out, caps: tuple, attrs: dict) -> tuple:
         wanted = [caps[i] for i in floats]
         grads = _gradients([branch.outputs[index]], wanted, [g])
         branches.append(Body([], grads, since, outside=[g]))
-    from .api import cond_node_outputs
-    results = cond_node_outputs(inputs_pred(out), branches[0], branches[1])
+    results = cond_outputs(inputs_pred(out), branches[0], branches[1])
     out_grads = [None] * len(caps)
     for k, i in enumerate(floats):
         out_grads[i] = results[k]

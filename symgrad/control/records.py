@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ShapeError
-from ..opdef import structural
+from ..errors import ShapeError
+from ..ops.opdef import structural
 
 
 def _check_carry(new, old, what: str, t: int) -> np.ndarray:
@@ -213,3 +213,7 @@ def _cond_vjp(g, out, pred, *caps, **attrs):
 COND = structural(
     "cond", _cond_numpy, _cond_infer, vjp=_cond_vjp, public=False,
     doc="one output of sg.cond: only the branch the predicate picks runs")
+
+
+from . import adjoint  # noqa: E402  (the reverse loops build these records)
+adjoint.OPS.update(scan=SCAN, while_loop=WHILE, cond=COND)
