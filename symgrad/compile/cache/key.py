@@ -27,7 +27,7 @@ from . import modules as cache
 
 __all__ = ["CODEGEN_VERSION", "compile_key"]
 
-CODEGEN_VERSION = "4"    # layout: generated code names symgrad.compile.kernel_lib
+CODEGEN_VERSION = "5"    # scalar kernels (compile/scalar)
 
 
 def compile_key(graph, target: str, mode: OutputMode, math: str) -> str:
