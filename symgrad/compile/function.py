@@ -199,7 +199,7 @@ def device_module_pass(ctx: Context) -> str:
     return f"{ctx.spec.kernels_run}; module key {ctx.function.key[:16]}"
 
 
-FRONT = [Pass("fold", fold_pass), Pass("scalar", scalar_pass), Pass("plan", plan_pass),
+FRONT = [Pass("fold", fold_pass), Pass("scalar", scalar_pass, phase=None), Pass("plan", plan_pass),
          Pass("nests", nests_pass), Pass("key", key_pass, phase=None)]
 PIPELINE = FRONT + [
     Pass("module", module_pass, phase="module (cache or build)"),

@@ -12,7 +12,7 @@ numba's front end then types the reads, one call and the writes, not each statem
 >>> from symgrad.compile.scalar.graph import scalar_graph
 >>> u = sg.placeholder("u", shape=(2,))
 >>> g, (r,) = scalar_graph(fold_graph([sg.stack([u[0] * u[1], u[1] - u[0]])]))
->>> print(lower_region(r).text.split("\n\n\n")[-1])   # after its LLVM IR body
+>>> print(lower_region(r).text.split(chr(10) * 3)[-1])   # after its LLVM IR body
 @numba.njit(cache=NUMBA_CACHE, error_model='numpy', fastmath=FASTMATH)
 def _s1(a0):
     r0_0 = a0[0]
