@@ -247,3 +247,25 @@ def test_turned_off_and_unknown_shapes_keep_the_loop_plan(monkeypatch):
     f = sg.function(inputs, outputs)
     assert _scalar_kernels(f) == 0
     assert {r.name: r.decided for r in f.passes}["scalar"] == "none: turned off"
+
+
+def test_conditions_bool_and_integer_inputs():
+    """where/maximum/relu forms (comparisons inside a statement), a bool input read as a
+    condition and an integer input read through a cast."""
+    u = sg.placeholder("u", shape=(3,))
+    m = sg.placeholder("m", shape=(3,), dtype="bool")
+    k = sg.placeholder("k", shape=(3,), dtype="int64")
+    kf = sg.cast(k, "float64")
+    y = sg.stack([sg.maximum(u[0], u[1]) * kf[2], sg.relu(u[2] - u[0]), u[1] * kf[0]])
+    z = sg.where(m, y * y, sg.abs(y)) + sg.concat([u[1:], u[:1]], axis=0)
+    loss = sg.reduce_sum(z * sg.sin(z))
+    outputs = [loss, z] + sg.gradients(loss, [u])
+    f = sg.function([u, m, k], outputs)
+    assert _scalar_kernels(f) >= 1
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        feeds = [rng.normal(size=3), rng.random(3) > 0.5, rng.integers(-3, 4, size=3)]
+        got = f(*feeds)
+        ref = sg.evaluate(outputs, dict(zip([u, m, k], feeds)))
+        for a, b in zip(got, ref):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
