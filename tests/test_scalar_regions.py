@@ -269,3 +269,25 @@ def test_conditions_bool_and_integer_inputs():
         ref = sg.evaluate(outputs, dict(zip([u, m, k], feeds)))
         for a, b in zip(got, ref):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_every_structural_rule_against_evaluate():
+    """einsum (2 and 3 operands), tensordot, tile and its gradient, reduce_mean, split,
+    reverse, concat, squeeze, expand_dims, roll: one scalar kernel, as evaluate."""
+    a = sg.placeholder("a", shape=(2, 3))
+    b = sg.placeholder("b", shape=(3, 2))
+    c = sg.placeholder("c", shape=(2,))
+    ys = [sg.einsum("ij,jk->ik", a, b), sg.einsum("ij,jk,k->i", a, b, c),
+          sg.reduce_mean(sg.tile(a, (2, 1)) * 2.0, axis=0),
+          sg.split(sg.reverse(sg.concat([c, c * 3.0], 0), 0), 2)[1],
+          sg.tensordot(a, b, 1), sg.squeeze(sg.expand_dims(c, 0)) + sg.roll(c, 1, 0)]
+    loss = sg.reduce_sum(ys[0] * sg.sin(ys[0]))
+    for y in ys[1:]:
+        loss = loss + sg.reduce_sum(y * sg.sin(y))
+    outputs = [loss] + sg.gradients(loss, [a, b, c]) + ys
+    f = sg.function([a, b, c], outputs)
+    assert _scalar_kernels(f) == 1 and f.plan.kernels == []
+    rng = np.random.default_rng(1)
+    feeds = [rng.normal(size=(2, 3)), rng.normal(size=(3, 2)), rng.normal(size=2)]
+    for got, want in zip(f(*feeds), sg.evaluate(outputs, dict(zip([a, b, c], feeds)))):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
