@@ -291,3 +291,18 @@ def test_every_structural_rule_against_evaluate():
     feeds = [rng.normal(size=(2, 3)), rng.normal(size=(3, 2)), rng.normal(size=2)]
     for got, want in zip(f(*feeds), sg.evaluate(outputs, dict(zip([a, b, c], feeds)))):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+
+
+def test_float32_region_keeps_float32():
+    """float32 statements are numba statements (the IR bodies are float64 here)."""
+    u = sg.placeholder("u", shape=(2,), dtype="float32")
+    p = sg.placeholder("p", shape=(4,), dtype="float32")
+    y = _rhs(p, u) * 0.5
+    loss = sg.reduce_sum(y * sg.exp(y))
+    outputs = [loss, y] + sg.gradients(loss, [u, p])
+    f = sg.function([u, p], outputs)
+    assert _scalar_kernels(f) == 1 and "llvm_body_" not in f.source
+    feeds = [U0.astype(np.float32), P.astype(np.float32)]
+    for got, want in zip(f(*feeds), sg.evaluate(outputs, dict(zip([u, p], feeds)))):
+        assert got.dtype == want.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=2e-6)

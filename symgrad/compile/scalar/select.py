@@ -5,9 +5,11 @@ and the structural records listed there), its value is float, and it and every i
 a static shape of at most ``SCALAR_ELEMENTS`` elements (``settings.SCALAR_ELEMENTS``).
 Regions are grown in topological order like the kernel planner's (``plan/regions.py``): a
 small node joins the regions of its small inputs unless that would make a cycle (some
-value outside the region both depends on the region and feeds it). A region becomes one
-scalar kernel when it would otherwise be split by at least ``MIN_STEPS`` structural
-steps (a region of elementwise nodes and the sums a loop fuses is one kernel already).
+value outside the region both depends on the region and feeds it); then regions that do
+not depend on each other are merged (one call for independent small computations). A
+region becomes one scalar kernel when it would otherwise be split by at least
+``MIN_STEPS`` structural steps (a region of elementwise nodes and the sums a loop fuses
+is one kernel already).
 
 >>> import symgrad as sg
 >>> from symgrad.compile.plan.fold import fold_graph
@@ -125,6 +127,21 @@ class _Regions:
         self.region[id(node)] = root
         self.deps[id(node)] = {root} | self.anc[root]
 
+    def merge_independent(self) -> None:
+        """Regions that do not depend on each other (directly or through other values)
+        become one: one call instead of several (as the planner merges sibling loops)."""
+        merged: list = []
+        for r in sorted({self.find(r) for r in self.region.values()}):
+            for m in merged:
+                m = self.find(m)
+                if r in self.roots(self.anc[m]) or m in self.roots(self.anc[r]):
+                    continue
+                self.parent[r] = m
+                self.anc[m] = self.roots(self.anc[m] | self.anc[r]) - {m}
+                break
+            else:
+                merged.append(r)
+
     def pass_through(self, node: LNode) -> None:
         deps: set = set()
         for i in node.inputs:
@@ -141,6 +158,7 @@ def scalar_regions(graph: FoldedGraph) -> list:
             regions.place(node)
         else:
             regions.pass_through(node)
+    regions.merge_independent()
     members: dict = {}
     for node in graph.order:
         r = regions.region.get(id(node))
