@@ -112,8 +112,9 @@ class ModuleWriter:
                 parts.append(f"# scalar kernel {s.region.number}: "
                              f"{region_summary(s.region)}, {s.statements} statements\n"
                              + s.text)
-        if self.scalars:
-            parts.append(f"SCALAR_KERNELS_ = {sorted(f'_s{n.index}' for n in self.scalar_nodes())!r}")
+        if self.scalars:   # eager.compile_module runs these (their results are read)
+            names = sorted(f"_s{s.region.node.index}" for s in self.scalars.values())
+            parts.append(f"SCALAR_KERNELS_ = {names!r}")
         if self.has_fast_path():
             parts.append(self.scalar_entries())
         parts.append(self.driver())
@@ -142,9 +143,6 @@ class ModuleWriter:
                 loops.append(par if chunk is None else chunk)
             parts += [one_array(loop, merged) for loop in loops]
         return "\n\n\n".join(parts)
-
-    def scalar_nodes(self) -> list:
-        return [s.region.node for s in self.scalars.values()]
 
     def nest_source(self, nest: Nest) -> str:
         parts = []
