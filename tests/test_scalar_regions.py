@@ -306,3 +306,45 @@ def test_float32_region_keeps_float32():
     for got, want in zip(f(*feeds), sg.evaluate(outputs, dict(zip([u, p], feeds)))):
         assert got.dtype == want.dtype == np.float32
         np.testing.assert_allclose(got, want, rtol=2e-6)
+
+
+def _mixed_graph(rng, depth: int):
+    """Small values (a (3,) and a (2, 2) placeholder) and a large one ((200,)) feeding
+    each other: sums of the large vector become small values, small values scale it."""
+    s = sg.placeholder("s", shape=(3,))
+    m = sg.placeholder("m", shape=(2, 2))
+    big = sg.placeholder("big", shape=(200,))
+    small, large = [s, m], [big]
+    for _ in range(depth):
+        x = small[rng.integers(len(small))]
+        g = large[rng.integers(len(large))]
+        choice = rng.integers(5)
+        if choice == 0:       # large -> small
+            small.append(sg.stack([sg.reduce_sum(g * g) * 1e-3, sg.reduce_sum(x)]))
+        elif choice == 1:     # small -> large
+            large.append(sg.sin(g) * sg.reshape(x, (-1,))[0] + sg.reduce_sum(x))
+        elif choice == 2 and len(x.shape) == 2:
+            small.append(sg.matmul(x, sg.transpose(x))[0])
+        elif choice == 3:
+            small.append(sg.concat([sg.reshape(x, (-1,)), sg.reshape(x, (-1,))[:1]], 0) * 0.5)
+        else:
+            small.append(sg.tanh(x) * sg.reduce_mean(g))
+    loss = sg.reduce_sum(small[-1] * small[-1]) + sg.reduce_sum(large[-1]) * 1e-2
+    outputs = [loss] + sg.gradients(loss, [s, m, big]) + small[2:]
+    return [s, m, big], outputs
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_mixed_graphs_match_evaluate(seed):
+    rng = np.random.default_rng(100 + seed)
+    inputs, outputs = _mixed_graph(rng, 10)
+    f = sg.function(inputs, outputs)
+    assert _scalar_kernels(f) >= 1 and len(f.plan.kernels) >= 1   # both kinds, mixed
+    feeds = [rng.normal(size=3), rng.normal(size=(2, 2)), rng.normal(size=200)]
+    got = f(*feeds)
+    ref = sg.evaluate(outputs, dict(zip(inputs, feeds)))
+    for a, b in zip(got, ref):
+        if b is None:
+            assert a is None
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
