@@ -9,7 +9,8 @@ value outside the region both depends on the region and feeds it); then regions 
 not depend on each other are merged (one call for independent small computations). A
 region becomes one scalar kernel when it would otherwise be split by at least
 ``MIN_STEPS`` structural steps (a region of elementwise nodes and the sums a loop fuses
-is one kernel already).
+is one kernel already) and computes more than views. A view (getitem, transpose, ...)
+that no small node reads stays a numpy view for the loops that read it.
 
 >>> import symgrad as sg
 >>> from symgrad.compile.plan.fold import fold_graph
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from ...shapes import is_fully_known
 from ..plan.fold import FoldedGraph, LNode
-from ..plan.oprules import FUSED_REDUCTIONS, S
+from ..plan.oprules import FUSED_REDUCTIONS, VIEWS, S
 from . import settings
 from .elements import ELEMENT_RULES
 
@@ -150,11 +151,31 @@ class _Regions:
             self.deps[id(node)] = self.roots(deps)
 
 
+def _candidates(graph: FoldedGraph) -> set:
+    """Ids of the small nodes, less the views (getitem, transpose, ...) that no small node
+    reads: numpy gives those as views to the loops that read them (a copy out of a scalar
+    kernel would cost more, and the loop nests match reads of such views)."""
+    small = {id(n) for n in graph.order if is_small(n)}
+    for node in reversed(graph.order):
+        if id(node) in small and node.op in VIEWS and \
+                not any(id(c) in small for c in graph.consumers[id(node)]):
+            small.discard(id(node))
+    return small
+
+
+def _worth(members: list) -> bool:
+    """A region the loop planner would split with ``MIN_STEPS`` steps, computing more
+    than views."""
+    return sum(map(_splits, members)) >= settings.MIN_STEPS and \
+        any(m.op not in VIEWS for m in members)
+
+
 def scalar_regions(graph: FoldedGraph) -> list:
     """The regions that become scalar kernels: lists of member LNodes in graph order."""
     regions = _Regions()
+    small = _candidates(graph)
     for node in graph.order:
-        if is_small(node):
+        if id(node) in small:
             regions.place(node)
         else:
             regions.pass_through(node)
@@ -164,4 +185,4 @@ def scalar_regions(graph: FoldedGraph) -> list:
         r = regions.region.get(id(node))
         if r is not None:
             members.setdefault(regions.find(r), []).append(node)
-    return [m for m in members.values() if sum(map(_splits, m)) >= settings.MIN_STEPS]
+    return [m for m in members.values() if _worth(m)]
