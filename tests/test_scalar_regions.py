@@ -348,3 +348,21 @@ def test_random_mixed_graphs_match_evaluate(seed):
             assert a is None
         else:
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_float32_and_float64_in_one_region():
+    """Mixed float32/float64 values (fuzz seed 3): numba statements, each value in its
+    own dtype, as evaluate."""
+    a = sg.placeholder("a", shape=(4,), dtype="float32")
+    b = sg.placeholder("b", shape=(2, 3))
+    m = sg.reduce_mean(sg.arctanh(-0.9 + 1.8 * sg.sigmoid(a)))
+    y = sg.stack([m * b[0, 1], sg.cos(b[1, 2]) + m]) * sg.reshape(b, (-1,))[:2]
+    loss = sg.reduce_sum(y * y)
+    outputs = [loss, y, m] + sg.gradients(loss, [a, b])
+    f = sg.function([a, b], outputs)
+    assert _scalar_kernels(f) >= 1 and f.plan.kernels == []   # a cast (a step) between
+    feeds = [np.array([-0.08, -1.36, 0.94, -1.54], np.float32),
+             np.array([[0.347, 0.951, 1.825], [-0.863, 0.594, 0.785]])]
+    for got, want in zip(f(*feeds), sg.evaluate(outputs, dict(zip([a, b], feeds)))):
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6)

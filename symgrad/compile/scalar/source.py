@@ -139,7 +139,9 @@ def lower_region(region: ScalarRegion) -> LoweredRegion:
     exprs = [t.expr for t in templates] + [e for a in results for e in a.flat]
     temps = {s.symbol for s in statements}
     outputs = list(dict.fromkeys(e for a in results for e in a.flat if e in temps))
-    body = _llvm_body(name + "_body", statements, read_symbols, outputs, exprs, float_dtype)
+    ir_types = all(n.dtype.name in ("float64", "bool") for n in region.inputs + region.members)
+    body = _llvm_body(name + "_body", statements, read_symbols, outputs, exprs,
+                      float_dtype) if ir_types else None   # float32 and integers: numba's
     head = []
     if body is not None:
         head = body
