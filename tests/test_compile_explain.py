@@ -8,6 +8,7 @@ import logging
 import numpy as np
 
 import symgrad as sg
+from symgrad.compile.scalar import settings as scalar_settings
 
 
 def _softmax_loss():
@@ -20,7 +21,10 @@ def _softmax_loss():
     return [x, w], [loss] + sg.gradients(loss, [x, w])
 
 
-def test_explain_names_kernels_steps_temporaries_and_boundaries():
+def test_explain_names_kernels_steps_temporaries_and_boundaries(monkeypatch):
+    # the loop plan's lines: these shapes are small enough for one scalar kernel
+    # (compile/scalar, tests/test_scalar_regions.py), so that pass is off here
+    monkeypatch.setattr(scalar_settings, "ENABLED", False)
     inputs, outputs = _softmax_loss()
     f = sg.function(inputs, outputs)
     report = f.explain()

@@ -15,8 +15,9 @@ from symgrad.ops.registry import REGISTRY
 COMPILE = Path(compile_package.__file__).parent
 
 # Rooms from the top (entry) down: a module may import its own room and any room below it.
-ROOMS = ["(top)", "targets", "cuda", "runtime", "cpu", "cache", "nest", "codegen", "plan",
-         "printing", "kernel_lib", "scalar", "loops", "linalg"]
+# scalar/ sits above codegen and plan: it reads folded graphs and lowers with their rules.
+ROOMS = ["(top)", "targets", "cuda", "runtime", "cpu", "cache", "nest", "scalar", "codegen",
+         "plan", "printing", "kernel_lib", "loops", "linalg"]
 # Imports that still run upward, each named (docs/compiler.md "Known upward imports").
 UPWARD = {
     "cuda.driver -> targets", "cuda.runtime -> targets",   # the CUDA backend reads its target

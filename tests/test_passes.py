@@ -16,7 +16,7 @@ from symgrad.compile.function import DEVICE_PIPELINE, PIPELINE
 from symgrad.distributed import pickling
 from symgrad.outputs import OutputMode
 
-ORDER = ["fold", "plan", "nests", "key", "module", "bind", "numba compile"]
+ORDER = ["fold", "scalar", "plan", "nests", "key", "module", "bind", "numba compile"]
 COLD = ["warm key"] + ORDER + ["warm record"]   # a cold cpu compile (function.WARM, STORE)
 
 
@@ -35,7 +35,7 @@ def libm_function(graph):
 
 def test_pipeline_is_the_named_passes_in_order():
     assert [p.name for p in PIPELINE] == ORDER
-    assert [p.name for p in DEVICE_PIPELINE] == ORDER[:4] + ["device module"]
+    assert [p.name for p in DEVICE_PIPELINE] == ORDER[:5] + ["device module"]
 
 
 def test_explain_lists_the_passes_in_order_with_timings(libm_function):
@@ -43,7 +43,7 @@ def test_explain_lists_the_passes_in_order_with_timings(libm_function):
     assert [r.name for r in f.passes] == COLD
     assert all(r.seconds >= 0 and r.decided for r in f.passes)
     text = f.explain(passes=True)
-    assert text.startswith(f.explain() + "\npasses: 9, ")
+    assert text.startswith(f.explain() + "\npasses: 10, ")
     section = text.split("\npasses: ", 1)[1].splitlines()[1:]
     assert [line.split("  ")[1].strip() for line in section] == COLD
     assert all(line.split()[1].replace(".", "").isdigit() and line.split()[2] == "s"
@@ -97,6 +97,6 @@ def test_cuda_runs_the_device_pipeline():
         pytest.skip("no CUDA device or simulator")
     x = sg.placeholder("x", shape=(4,))
     f = sg.function([x], sg.sin(x) * 2.0, target="cuda")
-    assert [r.name for r in f.passes] == ORDER[:4] + ["device module"]
+    assert [r.name for r in f.passes] == ORDER[:5] + ["device module"]
     assert f.output_mode is OutputMode.SINGLE and f.math == "libm"
     np.testing.assert_allclose(f(np.arange(4.0)), 2 * np.sin(np.arange(4.0)))

@@ -10,11 +10,12 @@ bottom, checked by tests/test_compile_structure.py)::
     runtime/      CompiledFunction (compiled.py), shape variants, f.explain()
     cache/        module files by key, trust (authenticated files), warm records
     nest/         which chains become loop nests (match), what a nest is (ir), pair rules
+    scalar/       small static regions as one straight-line kernel (docs/scalar_code.md)
     codegen/      lower (kernel -> sympy with one cse), templates (point functions), llvm/
     plan/         fold, rewrite, hoist, regions (kernels and steps), scatter, gather, masks
     printing/     scalar sympy -> numba text (printer, powers, rootcmp)
     kernel_lib/   what generated code imports: support, vecmath, threaded_matmul
-    scalar/ loops/ linalg/   rooms for small-state scalar code, loops, linear algebra
+    loops/ linalg/   rooms for loops, linear algebra
 
 The plan (for a new target such as CUDA)
 ----------------------------------------

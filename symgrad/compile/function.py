@@ -33,6 +33,8 @@ from .plan.regions import Step, build_plan
 from .runtime.compiled import CompiledFunction, Fallback, bind_runtime, iteration_shape
 from .targets import NAMES as TARGETS, get as get_target
 from .cache import warm
+from .scalar import lower_region, region_of, scalar_graph
+from .scalar import settings as scalar_settings
 
 __all__ = ["function", "CompiledFunction", "Fallback", "bind_runtime", "iteration_shape",
            "CODEGEN_VERSION", "PIPELINE", "DEVICE_PIPELINE"]
@@ -95,7 +97,7 @@ def _replan(ctx: Context):
     again = Context(ctx.inputs, ctx.outputs, ctx.mode, ctx.spec, ctx.math,
                     Phases("replan", stream=None))
     with warm.settings_applied(ctx.extra["fold settings"]):
-        run_passes(again, FRONT[:3])
+        run_passes(again, FRONT[:4])
     return again.plan
 
 
@@ -104,6 +106,21 @@ def fold_pass(ctx: Context) -> str:   # then loop invariants out of broadcast ax
     ctx.graph.hoisted = hoisted
     return f"{len(ctx.graph.order)} nodes after folding" + \
         (f", {len(hoisted)} hoisted out of broadcast axes" if hoisted else "")
+
+
+def scalar_pass(ctx: Context) -> str:
+    """Regions of small static tensors become one scalar kernel each (compile/scalar)."""
+    if ctx.spec.device or not scalar_settings.ENABLED:
+        return "none: " + (f"target {ctx.spec.name!r} has no scalar kernels"
+                           if ctx.spec.device else "turned off")
+    ctx.graph, regions = scalar_graph(ctx.graph)
+    ctx.extra["scalar regions"] = regions
+    limit = f"tensors of at most {scalar_settings.SCALAR_ELEMENTS} elements"
+    if not regions:
+        return f"none ({limit})"
+    nodes = sum(len(r.members) for r in regions)
+    return (f"{len(regions)} scalar kernel{'s' * (len(regions) != 1)} of {nodes} nodes "
+            f"({limit})")
 
 
 def plan_pass(ctx: Context) -> str:   # cuda runs getitem_grad as steps
@@ -135,8 +152,11 @@ def module_pass(ctx: Context) -> str:
     def build() -> str:
         with ctx.phases.phase("lower and cse"):
             lowered = [lower_kernel(k) for k in ctx.plan.kernels]
+            scalars = [lower_region(region_of(u.node)) for u in ctx.plan.units
+                       if isinstance(u, Step) and region_of(u.node) is not None]
         with ctx.phases.phase("print"):
-            writer = ModuleWriter(ctx.plan, lowered, ctx.spec.name, ctx.key, ctx.math)
+            writer = ModuleWriter(ctx.plan, lowered, ctx.spec.name, ctx.key, ctx.math,
+                                  scalars)
             writer.single = ctx.mode.single
             return writer.source()
 
@@ -179,8 +199,8 @@ def device_module_pass(ctx: Context) -> str:
     return f"{ctx.spec.kernels_run}; module key {ctx.function.key[:16]}"
 
 
-FRONT = [Pass("fold", fold_pass), Pass("plan", plan_pass), Pass("nests", nests_pass),
-         Pass("key", key_pass, phase=None)]
+FRONT = [Pass("fold", fold_pass), Pass("scalar", scalar_pass, phase=None), Pass("plan", plan_pass),
+         Pass("nests", nests_pass), Pass("key", key_pass, phase=None)]
 PIPELINE = FRONT + [
     Pass("module", module_pass, phase="module (cache or build)"),
     Pass("bind", bind_pass, phase=None),

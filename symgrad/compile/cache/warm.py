@@ -66,22 +66,27 @@ def _attr_text(value, exprs: dict) -> str:
 
 
 _SETTINGS = (("hoist", "ENABLED"), ("hoist", "NEW_KERNEL_MIN"), ("fold", "FOLD_LIMIT"),
-             ("fold", "INFLATE_MIN"), ("rewrite", "CHEAP_OPS"))
+             ("fold", "INFLATE_MIN"), ("rewrite", "CHEAP_OPS"), ("scalar", "ENABLED"),
+             ("scalar", "SCALAR_ELEMENTS"), ("scalar", "MIN_STEPS"))
+
+
+def _setting_modules() -> dict:
+    from ..plan import fold, hoist, rewrite
+    from ..scalar import settings as scalar
+    return {"fold": fold, "hoist": hoist, "rewrite": rewrite, "scalar": scalar}
 
 
 def fold_settings() -> tuple:
     """The module settings the folded graph depends on besides the graph (tests change
     them): part of the key, so a record never outlives a change of one."""
-    from ..plan import fold, hoist, rewrite
-    modules = {"fold": fold, "hoist": hoist, "rewrite": rewrite}
+    modules = _setting_modules()
     return tuple((m, name, getattr(modules[m], name)) for m, name in _SETTINGS)
 
 
 @contextmanager
 def settings_applied(settings: tuple):
     """Fold with ``settings`` (``fold_settings()`` of the compile) in place."""
-    from ..plan import fold, hoist, rewrite
-    modules = {"fold": fold, "hoist": hoist, "rewrite": rewrite}
+    modules = _setting_modules()
     old = fold_settings()
     try:
         for m, name, value in settings:

@@ -114,6 +114,24 @@ def region_exprs(kernel: Kernel) -> tuple:
     return symbols, value, bound
 
 
+def node_formula(node) -> tuple:
+    """(positional symbols, the op's sympy form over them) of an elementwise LNode."""
+    positional = tuple(input_symbol(k, dtype_kind(i.dtype)) for k, i in enumerate(node.inputs))
+    return positional, sp.sympify(node.op.formula(positional, node.attrs))
+
+
+def node_expression(node, formula: tuple, args: list) -> sp.Basic:
+    """An elementwise node's value over ``args`` (sympy values of its inputs), as a region
+    node's expression is made (``node_formula``'s form; bools and numbers converted where
+    sympy needs it; exact zeros in comparisons; root comparisons in the inputs' type)."""
+    positional, form = formula
+    expr = _exact_in_comparisons(_substitute(form, positional, args))
+    floats = {i.dtype.name for i in node.inputs if dtype_kind(i.dtype) == "f"}
+    if len(floats) == 1:
+        expr = root_comparisons(expr, floats.pop())
+    return expr
+
+
 def _substitute(formula: sp.Basic, positional: tuple, args: list) -> sp.Basic:
     """``formula`` over the region's values. A computed bool (a comparison, ``And``, ..)
     used as a number (``b + x``, ``b >= x``, ``ceil(b)``) is numpy's 0/1: sympy refuses a

@@ -25,6 +25,7 @@ from ..codegen.templates import (FASTMATH, OPTIONS, checks_trig, loop_source, qu
                                  split_body_source)
 from ..kernel_lib.vecmath import FORMS
 from .workspace import WorkspacePlan
+from ..scalar import STEP_FORMS as SCALAR_STEP_FORMS, region_summary
 
 PARALLEL_THRESHOLD = 1 << 15   # below this many elements a parallel kernel runs serially
 
@@ -45,11 +46,12 @@ def kernel_exprs(lowered: list) -> list:
     return [e for lk in lowered for e in [*(x for _, x in lk.replacements), *lk.results]]
 
 
-def helper_imports(lowered: list) -> list:
+def helper_imports(lowered: list, extra: tuple = ()) -> list:
     """``from pkg.mod import fn_`` lines for the njit helpers the kernels call (derived from
-    the function classes in their expressions, see ``printer.helpers_used``)."""
+    the function classes in their expressions, see ``printer.helpers_used``; ``extra``:
+    the scalar kernels' expressions)."""
     by_module: dict = {}
-    for alias, spec in helpers_used(kernel_exprs(lowered)):
+    for alias, spec in helpers_used(kernel_exprs(lowered) + list(extra)):
         module, _, name = spec.partition(":")
         by_module.setdefault(module, []).append(name if name == alias else
                                                 f"{name} as {alias}")
@@ -58,8 +60,10 @@ def helper_imports(lowered: list) -> list:
 class ModuleWriter:
     """Writes the source of one compiled function's module from its plan."""
 
-    def __init__(self, plan: Plan, lowered: list, target: str, key: str, math: str = "libm"):
+    def __init__(self, plan: Plan, lowered: list, target: str, key: str, math: str = "libm",
+                 scalars: tuple = ()):
         self.plan, self.lowered, self.target, self.key = plan, lowered, target, key
+        self.scalars = {id(s.region.node): s for s in scalars}   # scalar kernels (scalar/)
         self.math = math
         self.parallel = get_target(target).threads
         self.lines: list = []
@@ -89,7 +93,8 @@ class ModuleWriter:
                 "from symgrad.compile.kernel_lib.support import always_inline",
                 "from symgrad.compile.kernel_lib.vecmath import (trig_in_range, "
                 + ", ".join(sorted(f.__name__ for pair in FORMS for f in pair)) + ")",
-                *helper_imports(self.lowered),
+                *helper_imports(self.lowered, [e for s in self.scalars.values()
+                                               for e in s.exprs]),
                 *(["from symgrad.compile.kernel_lib.threaded_matmul import matmul as tmatmul_, "
                    "run_chunks as chunks_"] if self.parallel else []), "",
                 f"FASTMATH = {_fastmath()}", "f32 = np.float32", "array = np.array",
@@ -102,6 +107,14 @@ class ModuleWriter:
                 parts.append(self.kernel_source(self.lowered[unit.index]))
             elif isinstance(unit, Nest):
                 parts.append(self.nest_source(unit))
+            elif id(unit.node) in self.scalars:
+                s = self.scalars[id(unit.node)]
+                parts.append(f"# scalar kernel {s.region.number}: "
+                             f"{region_summary(s.region)}, {s.statements} statements\n"
+                             + s.text)
+        if self.scalars:   # eager.compile_module runs these (their results are read)
+            names = sorted(f"_s{s.region.node.index}" for s in self.scalars.values())
+            parts.append(f"SCALAR_KERNELS_ = {names!r}")
         if self.has_fast_path():
             parts.append(self.scalar_entries())
         parts.append(self.driver())
@@ -453,7 +466,8 @@ class ModuleWriter:
         node = step.node
         v = f"v{node.index}"
         ins = [self.value_of(i) for i in node.inputs]
-        form = (PARALLEL_STEP_FORMS if self.parallel else STEP_FORMS).get(node.op)
+        form = (PARALLEL_STEP_FORMS if self.parallel else STEP_FORMS).get(node.op) or \
+            SCALAR_STEP_FORMS.get(node.op)
         line = None if self.workspace is None else \
             self.workspace.step(step, ins, self.parallel)   # into a kept buffer
         if line is None:

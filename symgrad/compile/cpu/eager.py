@@ -168,6 +168,9 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
     found = dispatchers(module)
     entries = getattr(module, "ENTRIES_", {})
     scalar = {id(found[name]) for name in entries.values() if name in found}
+    # scalar kernels (compile/scalar) run: their results are arrays the next steps read
+    scalar |= {id(found[name]) for name in getattr(module, "SCALAR_KERNELS_", ())
+               if name in found}
     namespace = dict(vars(module))
     for name, dispatcher in found.items():
         wrap = _scalar_runner if id(dispatcher) in scalar else _recorder

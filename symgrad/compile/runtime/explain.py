@@ -43,6 +43,8 @@ from ..nest import (Nest, flat_pair_notes, gate_text, nest_factors, nest_gate,
 from ..plan.oprules import VIEWS
 from ..plan.regions import Kernel, Plan, Step
 from ..targets import get as get_target
+from ..scalar import SCALAR_KERNEL, SCALAR_OUTPUT, region_of, region_summary
+from ..scalar import settings as scalar_settings
 
 
 
@@ -116,9 +118,26 @@ def _units(plan: Plan, target: str) -> list:
                          + (f"  (one {place})" if place else ""))
             for k in unit.kernels:
                 lines += ["  " + line for line in _kernel_lines(k, f"kernel {k.index}")]
-        else:
+        elif region_of(unit.node) is not None:
+            lines += _scalar_lines(region_of(unit.node))
+        elif unit.node.op is not SCALAR_OUTPUT:     # named by its scalar kernel's lines
             lines.append(_step_line(unit, target))
     return lines
+
+
+def _scalar_lines(region) -> list:
+    lines = [f"scalar kernel {region.number}  per element, straight-line (tensors of at most "
+             f"{scalar_settings.SCALAR_ELEMENTS} elements)  {region_summary(region)}"]
+    lines += [f"  reads  {_value(i)}" for i in region.node.inputs]
+    lines += [f"  writes {_value(o)}" for o in region.results]
+    return lines
+
+
+def _scalar_source(node) -> Optional[str]:
+    """``scalar kernel <n>`` for a value a scalar kernel writes."""
+    if node.op is SCALAR_OUTPUT:
+        return f"scalar kernel {region_of(node.inputs[0]).number}"
+    return None
 
 
 def _producers(plan: Plan) -> dict:
@@ -138,6 +157,8 @@ def _producers(plan: Plan) -> dict:
 
 def _rule(node, producer, consumer: Kernel) -> str:
     """Why ``consumer`` reads ``node`` from memory instead of computing it in its loop."""
+    if isinstance(producer, Step) and _scalar_source(node):
+        return f"{node.name} is written by {_scalar_source(node)} (its own straight-line code)"
     if isinstance(producer, Step):
         return (f"{node.name} is a {node.op.name} step (structural ops run between kernels)")
     out = next((o for o in producer.outputs if o.node is node), None)
@@ -161,15 +182,19 @@ def _boundaries(plan: Plan, producers: dict) -> list:
             producer = producers.get(id(i))
             if producer is None or producer is k:
                 continue
-            where = f"step '{i.name}'" if isinstance(producer, Step) else \
-                f"kernel {producer.index}"
+            where = _scalar_source(i) or (f"step '{i.name}'" if isinstance(producer, Step)
+                                          else f"kernel {producer.index}")
             lines.append(f"  {where} -> kernel {k.index}: {_rule(i, producer, k)}")
     for unit in plan.units:
         if not isinstance(unit, Step):
             continue
+        region = region_of(unit.node)
         for i in unit.node.inputs:
             producer = producers.get(id(i))
-            if isinstance(producer, Kernel):
+            if isinstance(producer, Kernel) and region is not None:
+                lines.append(f"  kernel {producer.index} -> scalar kernel {region.number}: "
+                             f"{i.name} is not a small static tensor of the region")
+            elif isinstance(producer, Kernel):
                 lines.append(f"  kernel {producer.index} -> step '{unit.node.name}': "
                              f"{unit.node.op.name} is structural (runs between kernels)")
     return lines
@@ -197,7 +222,7 @@ def _temporaries(plan: Plan) -> list:
             temps.append((o.node, _bytes(o.node)))
     for unit in plan.units:
         if isinstance(unit, Step) and id(unit.node) not in wanted and \
-                unit.node.op not in VIEWS:
+                unit.node.op not in VIEWS and unit.node.op is not SCALAR_KERNEL:
             temps.append((unit.node, _bytes(unit.node)))
     return temps
 
@@ -223,10 +248,13 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
     """The report of ``plan`` (see the module docstring); ``reused``: {output node index:
     input node index} for outputs the driver stores into a dead input's buffer."""
     kernels = len(plan.kernels)
-    steps = sum(isinstance(u, Step) for u in plan.units)
+    scalars = sum(isinstance(u, Step) and u.node.op is SCALAR_KERNEL for u in plan.units)
+    steps = sum(isinstance(u, Step) and u.node.op not in (SCALAR_KERNEL, SCALAR_OUTPUT)
+                for u in plan.units)
     ins = ", ".join(f"{p.name} {p.dtype.name} {format_shape(p.shape)}" for p in inputs)
     head = (f"sg.function target={target!r}: {kernels} kernel{'s' * (kernels != 1)}, "
-            f"{steps} step{'s' * (steps != 1)}, inputs {ins or 'none'}")
+            + (f"{scalars} scalar kernel{'s' * (scalars != 1)}, " if scalars else "")
+            + f"{steps} step{'s' * (steps != 1)}, inputs {ins or 'none'}")
     spec = get_target(target)
     lines = [head] + ([f"kernels run as {spec.kernels_run}"] if spec.device else []) + \
         ([f"on the host: {spec.host_runs}"] if spec.host_runs else []) + _units(plan, target)

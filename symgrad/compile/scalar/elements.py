@@ -1,0 +1,263 @@
+"""Element rules: each supported op record's value as an array (numpy object array) of
+scalar sympy expressions of its inputs' elements, and the straight-line code of a region.
+
+Every element that is not an atom (a symbol or a number) is bound to a temporary ``t<k>``
+as soon as it is made, so each statement is one node's work over atoms: the code is a DAG
+whose size is linear in the region, never an expanded tree (sympy's automatic evaluation
+only ever sees small expressions), and equal statements are made once (hash-consed).
+Sums of an exact zero (the fills of ``getitem_grad``, padding) drop the zero, as the
+printer does (``x + 0.0`` is ``x``); a zero factor stays (``0.0*x`` is NaN at x = inf).
+
+``ELEMENT_RULES`` is keyed by op record (never by name). Records that only move entries,
+and the sums and products below, run their own numpy forward on object arrays: numpy moves
+the expressions (transpose, reshape, stack, getitem, ...) or adds and multiplies them
+(matmul, einsum, reduce_sum, unbroadcast: numpy's order of terms, sympy's canonical
+order when printed). Elementwise records use their sympy form per element, with numpy's
+broadcasting.
+
+>>> import numpy as np, sympy as sp
+>>> code = ElementCode()
+>>> x = np.array(sp.symbols("x0:2", real=True), dtype=object)
+>>> t = code.bind(x[0] * x[1] + x[0], np.dtype("float64"))
+>>> s = code.statements[0]
+>>> t, s.template.expr, s.args
+(t0, Q0_*Q1_ + Q0_, (x0, x1))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import sympy as sp
+
+from ...ops.contraction import records as C
+from ...ops.indexing import records as I
+from ...ops.layout import records as L
+from ...ops.reductions import records as R
+from ...ops.symbols import dtype_kind
+from ..codegen.lower import node_expression, node_formula
+from ..printing.printer import ZERO, number
+
+__all__ = ["ELEMENT_RULES", "ElementCode", "region_code"]
+
+
+def _symbol(name: str, dtype) -> sp.Symbol:
+    kind = dtype_kind(dtype)
+    return sp.Symbol(name, real=True) if kind == "f" else \
+        sp.Symbol(name, integer=True) if kind == "i" else sp.Symbol(name)
+
+
+def _attrs_key(attrs: dict) -> tuple:
+    """A hashable key of a node's attributes (sympy formulas by their structural hash)."""
+    items = []
+    for name in sorted(attrs):
+        item = attrs[name]
+        try:
+            hash(item)
+        except TypeError:
+            item = repr(item)
+        items.append((name, type(item), item))
+    return tuple(items)
+
+
+def _numpy_forward(node, args: list) -> np.ndarray:
+    """The record's own numpy forward on object arrays of expressions."""
+    return np.asarray(node.op.numpy(*args, **node.attrs), dtype=object)
+
+
+_MOVES = (L.transpose, L.reshape, L.reshape_like, L.expand_dims, L.broadcast_like,
+          L.broadcast_to, L.squeeze, L.concat, L.concat_part, L.stack, L.unstack, L.split,
+          L.reverse, L.roll, L.tile, I.getitem)
+_SUMS = (R.reduce_sum, R.reduce_mean, R.unbroadcast, C.matmul, C.einsum, C.tensordot,
+         L.tile_grad)
+
+
+
+def _scatter(node, args: list) -> np.ndarray:
+    """``getitem_grad(g, like, key)``: ``g`` at ``key`` in exact zeros (numpy's forward
+    would store a 0-d ``g`` as an array object in the object array)."""
+    g = args[0]
+    out = np.full(np.shape(args[1]), ZERO, dtype=object)
+    out[node.attrs["key"]] = g[()] if g.ndim == 0 else g
+    return out
+
+
+ELEMENT_RULES = {**{op: _numpy_forward for op in _MOVES + _SUMS}, I.getitem_grad: _scatter}
+"""{structural record: rule(node, input object arrays) -> object array of its value}."""
+
+
+def _clean(value, dtype) -> sp.Basic:
+    """One element as sympy: numbers typed by the node (a float 0 is ``ZERO``), an exact
+    zero term dropped from a sum."""
+    if not isinstance(value, sp.Basic):
+        return number(float(value)) if dtype.kind == "f" else number(value)
+    if value.is_Add and ZERO in value.args:
+        terms = [a for a in value.args if a is not ZERO]
+        return sp.Add(*terms) if terms else ZERO
+    return value
+
+
+@dataclass(frozen=True)
+class Statement:
+    """``symbol = template`` with slot ``Q<k>_`` standing for ``args[k]`` (atoms)."""
+
+    symbol: sp.Symbol
+    template: "Template"
+    args: tuple
+
+
+@dataclass(eq=False)
+class Template:
+    """A statement's form over slots ``Q<k>_`` (shared by every statement of that form;
+    printed once, ``source.py``)."""
+
+    expr: sp.Basic
+    text: Optional[str] = None    # printed, set by source.py
+
+
+def _kind(atom) -> str:
+    return "f" if atom.is_real else "i" if atom.is_integer else "b"
+
+
+def _slot(k: int, kind: str) -> sp.Symbol:
+    return _SLOTS.setdefault((k, kind), _symbol(f"Q{k}_", np.dtype(
+        {"f": "float64", "i": "int64", "b": "bool"}[kind])))
+
+
+_SLOTS: dict = {}
+
+
+def _pattern(values: list) -> tuple:
+    """(the pattern of atom ``values``: slots by first occurrence or numbers, the atoms of
+    the slots)."""
+    slots: dict = {}
+    pattern = []
+    for v in values:
+        if v.is_Symbol and v is not ZERO:
+            pattern.append((slots.setdefault(v, len(slots)), _kind(v)))
+        else:
+            pattern.append(v)
+    return tuple(pattern), tuple(slots)
+
+
+def _shape(expr, slots: dict):
+    """A hashable key of ``expr``'s form with its symbols as slots (``slots`` filled)."""
+    if expr.is_Symbol and expr is not ZERO:
+        return slots.setdefault(expr, len(slots)), _kind(expr)
+    if not expr.args:
+        return expr
+    return (expr.func,) + tuple(_shape(a, slots) for a in expr.args)
+
+
+class ElementCode:
+    """Straight-line statements, one per distinct non-atomic element value: each a
+    ``Template`` (found once per form) and the atoms of its slots."""
+
+    def __init__(self):
+        self.statements: list = []
+        self.memo: dict = {}        # (template, args) -> symbol
+        self.templates: dict = {}   # form key -> Template, or an atom result
+
+    def bind(self, expr: sp.Basic, dtype) -> sp.Basic:
+        """An expression over atoms as an atom (a new statement unless one is equal)."""
+        if expr.is_Atom:
+            return expr
+        slots: dict = {}
+        key = ("expr", _shape(expr, slots))
+        template = self.templates.get(key)
+        if template is None:
+            atoms = list(slots)
+            form = expr.xreplace({a: _slot(k, _kind(a)) for k, a in enumerate(atoms)})
+            template = self.templates[key] = Template(form)
+        return self.emit(template, tuple(slots), dtype)
+
+    def emit(self, template, args: tuple, dtype) -> sp.Basic:
+        if not isinstance(template, Template):     # the form is an atom: a slot or number
+            return args[template[1]] if isinstance(template, tuple) else template
+        found = self.memo.get((template, args))
+        if found is None:
+            found = self.memo[(template, args)] = _symbol(f"t{len(self.statements)}", dtype)
+            self.statements.append(Statement(found, template, args))
+        return found
+
+    def apply(self, node, formula: tuple, values: list) -> sp.Basic:
+        """An elementwise node's value over atom ``values`` (its form found once per
+        pattern of the values: which are equal symbols, which numbers)."""
+        pattern, atoms = _pattern(values)
+        key = ("node", id(formula), pattern)
+        template = self.templates.get(key)
+        if template is None:
+            args = [_slot(*p) if isinstance(p, tuple) else p for p in pattern]
+            expr = _clean(node_expression(node, formula, args), node.dtype)
+            if expr.is_Atom:
+                slot = next((k for k, p in enumerate(pattern) if isinstance(p, tuple)
+                             and args[k] == expr), None)
+                template = ("slot", pattern[slot][0]) if slot is not None else expr
+            else:   # the same form from another node: one template
+                template = self.templates.get(("form", expr))
+                if template is None:
+                    template = self.templates[("form", expr)] = Template(expr)
+            self.templates[key] = template
+        return self.emit(template, atoms, node.dtype)
+
+
+def _elementwise(node, args: list, code: ElementCode) -> np.ndarray:
+    key = ("formula", node.op, _attrs_key(node.attrs), tuple(i.dtype for i in node.inputs))
+    formula = code.templates.get(key)
+    if formula is None:
+        formula = code.templates[key] = node_formula(node)
+    arrays = np.broadcast_arrays(*args) if args else []
+    out = np.empty(node.shape, dtype=object)
+    for index in np.ndindex(*node.shape):
+        out[index] = code.apply(node, formula, [a[index] for a in arrays])
+    return out
+
+
+def node_elements(node, args: list, code: ElementCode) -> np.ndarray:
+    """The value of ``node`` as an object array over the elements of ``args``."""
+    if node.kind == "elementwise":
+        return _elementwise(node, args, code)
+    value = ELEMENT_RULES[node.op](node, args)
+    if value.shape != node.shape:
+        raise AssertionError(f"scalar pass: rule of {node.op} gave shape {value.shape}, "
+                             f"expected {node.shape}")
+    out = np.empty(node.shape, dtype=object)
+    for index in np.ndindex(*node.shape):
+        out[index] = code.bind(_clean(value[index], node.dtype), node.dtype)
+    return out
+
+
+def constant_elements(node) -> np.ndarray:
+    """A folded constant's elements as sympy numbers (``ZERO`` for a float 0)."""
+    value = np.asarray(node.value)
+    out = np.empty(value.shape, dtype=object)
+    for index in np.ndindex(*value.shape):
+        out[index] = number(value[index].item())
+    return out
+
+
+def input_elements(k: int, node) -> np.ndarray:
+    """Symbols ``r<k>_<flat index>`` for the elements of the region's ``k``-th input."""
+    out = np.empty(node.shape, dtype=object)
+    for flat, index in enumerate(np.ndindex(*node.shape)):
+        out[index] = _symbol(f"r{k}_{flat}", node.dtype)
+    return out
+
+
+def region_code(members: list, inputs: list, outputs: list) -> tuple:
+    """(statements, reads, results) of a region: ``reads[k]`` the object array of symbols
+    of ``inputs[k]``, ``results[j]`` the object array of ``outputs[j]``'s elements (atoms:
+    symbols of statements or reads, numbers)."""
+    code = ElementCode()
+    values: dict = {}
+    reads = []
+    for k, node in enumerate(inputs):
+        reads.append(input_elements(k, node))
+        values[id(node)] = reads[-1]
+    for node in members:
+        args = [values[id(i)] if id(i) in values else constant_elements(i)
+                for i in node.inputs]
+        values[id(node)] = node_elements(node, args, code)
+    return code.statements, reads, [values[id(o)] for o in outputs]

@@ -1,0 +1,171 @@
+"""A scalar region printed as one straight-line njit function.
+
+``_s<i>(a0, a1, ...)`` reads the elements it uses (``r<k>_<flat> = a<k>[i, j]``), runs
+the region's statements (``t<k> = ...``: one template per distinct form, printed once by
+``NumbaPrinter`` with libm math) and returns a tuple of new arrays, one per region
+output, written element by element. Where every value is float64 or bool the statements
+are one LLVM IR body ``_s<i>_body`` (``codegen/llvm``, as straight kernels' bodies are):
+numba's front end then types the reads, one call and the writes, not each statement.
+
+>>> import symgrad as sg
+>>> from symgrad.compile.plan.fold import fold_graph
+>>> from symgrad.compile.scalar.graph import scalar_graph
+>>> u = sg.placeholder("u", shape=(2,))
+>>> g, (r,) = scalar_graph(fold_graph([sg.stack([u[0] * u[1], u[1] - u[0]])]))
+>>> print(lower_region(r).text.split(chr(10) * 3)[-1])   # after its LLVM IR body
+@numba.njit(cache=NUMBA_CACHE, error_model='numpy', fastmath=FASTMATH)
+def _s1(a0):
+    r0_0 = a0[0]
+    r0_1 = a0[1]
+    t0, t1 = _s1_body(r0_0, r0_1)
+    o0 = np.empty((2,), np.float64)
+    o0[0] = t0
+    o0[1] = t1
+    return (o0,)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import re
+
+import numpy as np
+
+from ..codegen.llvm.body import function_ir
+from ..codegen.templates import INLINE_STATEMENTS, OPTIONS
+from ..printing.printer import NumbaPrinter, helpers_used
+from .elements import region_code
+from .graph import ScalarRegion
+
+__all__ = ["LoweredRegion", "lower_region", "region_summary"]
+
+
+@dataclass
+class LoweredRegion:
+    """The printed function of one region and the expressions it prints (for the
+    helpers the module imports)."""
+
+    region: ScalarRegion
+    text: str
+    exprs: list
+    statements: int
+
+
+def _float_dtype(region: ScalarRegion) -> str:
+    floats = {n.dtype.name for n in region.members + region.inputs if n.dtype.kind == "f"}
+    return "float32" if floats == {"float32"} else "float64"
+
+
+def _subscript(index: tuple) -> str:
+    return "[" + (", ".join(map(str, index)) if index else "()") + "]"
+
+
+_KINDS = {"float64": "double", "float32": "float", "bool": "i1"}
+LLVM_BODIES = True
+"""Statements as an LLVM IR body (``codegen/llvm``) where every value is float64, float32 or
+bool: numba's front end then types the reads, one call and the writes only."""
+
+
+def _kind(symbol) -> str:
+    return "double" if symbol.is_real else "i64" if symbol.is_integer else "i1"
+
+
+_SLOT = re.compile(r"Q(\d+)_")
+
+
+def _printed(template, printer: NumbaPrinter) -> list:
+    """A template's text split at its slots (printed once per template)."""
+    if template.text is None:
+        template.text = _SLOT.split(printer.doprint(template.expr))
+    return template.text
+
+
+def _llvm_body(name: str, statements: list, reads: list, outputs: list, exprs: list,
+               float_dtype: str):
+    """(lines defining ``name`` as an LLVM IR body of the statements, from the ``reads``
+    to the ``outputs``), or None where ``codegen/llvm`` cannot write it."""
+    from numba.core import config
+
+    if not LLVM_BODIES or config.DISABLE_JIT or float_dtype != "float64" or not outputs:
+        return None
+    kinds = {s: _kind(s) for s in reads}
+    kinds.update({s.symbol: _kind(s.symbol) for s in statements})
+    if any(k not in _KINDS.values() for k in kinds.values()):
+        return None
+    param = {r: f"a{k}" for k, r in enumerate(reads)}   # the IR function's arguments
+    steps = []
+    joined: dict = {}
+    for s in statements:
+        text = joined.get(id(s.template))
+        if text is None:
+            text = joined[id(s.template)] = "".join(
+                f"Q{p}_" if k % 2 else p for k, p in enumerate(s.template.text))
+        steps.append((text, [param.get(a) or a.name for a in s.args], s.symbol.name,
+                      tuple(kinds[a] for a in s.args), kinds[s.symbol]))
+    inputs = tuple(kinds[r] for r in reads)
+    outs = tuple(kinds[o] for o in outputs)
+    made = function_ir(inputs, steps, [param.get(o) or o.name for o in outputs],
+                       len(steps) <= INLINE_STATEMENTS, dict(helpers_used(exprs)), outs)
+    if made is None or '"""' in made[0] or "\\" in made[0]:
+        return None
+    return [f"# {name}: LLVM IR, {len(steps)} statements",
+            "from symgrad.compile.codegen.llvm.link import body_function as llvm_body_",
+            f'{name} = llvm_body_("""{made[0]}""", {inputs!r}, {outs!r}, {made[1]!r})']
+
+
+def lower_region(region: ScalarRegion) -> LoweredRegion:
+    statements, reads, results = region_code(region.members, region.inputs, region.outputs)
+    float_dtype = _float_dtype(region)
+    printer = NumbaPrinter(float_dtype, "libm", True)
+    used: set = set()
+    for s in statements:
+        used.update(s.args)
+    for array in results:
+        used |= {e for e in array.flat if e.is_Symbol}
+    name = f"_s{region.node.index}"
+    args = [f"a{k}" for k in range(len(reads))]
+    lines = [f"@numba.njit({OPTIONS})", f"def {name}({', '.join(args)}):"]
+    read_symbols = []
+    for k, array in enumerate(reads):
+        for index in np.ndindex(*array.shape):
+            if array[index] in used:
+                read_symbols.append(array[index])
+                lines.append(f"    {array[index].name} = a{k}{_subscript(index)}")
+    templates = list({id(s.template): s.template for s in statements}.values())
+    for t in templates:
+        _printed(t, printer)
+    exprs = [t.expr for t in templates] + [e for a in results for e in a.flat]
+    temps = {s.symbol for s in statements}
+    outputs = list(dict.fromkeys(e for a in results for e in a.flat if e in temps))
+    ir_types = all(n.dtype.name in ("float64", "bool") for n in region.inputs + region.members)
+    body = _llvm_body(name + "_body", statements, read_symbols, outputs, exprs,
+                      float_dtype) if ir_types else None   # float32 and integers: numba's
+    head = []
+    if body is not None:
+        head = body
+        values = ", ".join(o.name for o in outputs) + ("," if len(outputs) == 1 else "")
+        lines.append(f"    {values} = {name}_body({', '.join(r.name for r in read_symbols)})")
+    else:
+        for s in statements:
+            text = "".join(s.args[int(p)].name if k % 2 else p
+                           for k, p in enumerate(s.template.text))
+            lines.append(f"    {s.symbol.name} = {text}")
+    names = []
+    for j, (node, array) in enumerate(zip(region.outputs, results)):
+        shape = "(" + "".join(f"{d}, " for d in node.shape).rstrip(" ") + ")"
+        lines.append(f"    o{j} = np.empty({shape}, np.{node.dtype.name})")
+        lines += [f"    o{j}{_subscript(index)} = {printer.doprint(array[index])}"
+                  for index in np.ndindex(*array.shape)]
+        names.append(f"o{j}")
+    lines.append(f"    return ({''.join(n + ', ' for n in names).rstrip(' ')})")
+    return LoweredRegion(region, "\n".join(head + ["", ""] * bool(head) + lines), exprs,
+                         len(statements))
+
+
+def region_summary(region: ScalarRegion) -> str:
+    """``"12 nodes (getitem x4, multiply x2, ...)"``: what a scalar kernel computes."""
+    ops = Counter(n.op.name for n in region.members)
+    names = ", ".join(op if c == 1 else f"{op} x{c}" for op, c in sorted(ops.items()))
+    return f"{len(region.members)} nodes ({names})"
