@@ -134,11 +134,24 @@ def test_a_variant_without_a_nest_stops_specialising():
     x = sg.placeholder("x", shape=(None,))
     outer = x[:, None] * x[None, :]                  # an (N, N) output: no nest either way
     f = sg.function([x], outer)
-    a = np.arange(5.0)
+    a = np.arange(20.0)                              # N*N above the scalar-kernel threshold
     np.testing.assert_allclose(f(a), np.outer(a, a))
-    np.testing.assert_allclose(f(np.arange(3.0)), np.outer(np.arange(3.0), np.arange(3.0)))
+    np.testing.assert_allclose(f(np.arange(30.0)), np.outer(np.arange(30.0), np.arange(30.0)))
     assert f.specialised == []
     assert "specialisation per call: stopped" in f.explain()
+
+
+def test_a_small_variant_as_a_scalar_kernel_keeps_specialising():
+    """At small lengths the variant is one scalar kernel (compile/scalar): that pays too, so
+    a first small call does not stop specialisation for the large calls after it."""
+    P = sg.placeholder("P", shape=(None, 3))
+    E = ps.FORMULATIONS["gaussian kernel sum"][0](P, {})
+    f = sg.function([P], [E])
+    small, large = np.arange(12.0).reshape(4, 3) / 7, np.arange(90.0).reshape(30, 3) / 50
+    _close(f(small), sg.evaluate([E], {P: small}))
+    _close(f(large), sg.evaluate([E], {P: large}))
+    assert f.specialised == [((0, 0, 4),), ((0, 0, 30),)]
+    assert re.search(r"\bnest \d+ ", f.explain())
 
 
 def test_parallel_target_specialises():

@@ -35,6 +35,7 @@ import numpy as np
 from ...errors import SymgradError
 from ...feeds import bind_keywords
 from ..nest import Nest, unknown_pair_kernels
+from ..scalar.graph import SCALAR_KERNEL
 from .variants import with_lengths
 
 MAX_SPECIALISED = 8
@@ -86,9 +87,9 @@ class Specialiser:
                                math=f.math)
             found.label = f.label
             found.module.__dict__["label_"] = f.label
-            if not self.variants and not any(isinstance(u, Nest) for u in found.plan.units):
+            if not self.variants and not _pays(found.plan):
                 f._stop_specialising("its variant for the call's lengths has no loop nest "
-                                     "either")
+                                     "(nor scalar kernel) either")
                 return None
             self.variants[key] = found
             while len(self.variants) > f.max_specialised:
@@ -122,6 +123,13 @@ def specialising_call(f, *args, **kwargs) -> Any:
 def _plain(value: Any) -> bool:
     """A list, tuple or number that numpy converts (not a dask or device array)."""
     return isinstance(value, (list, tuple, int, float, complex, np.generic))
+
+
+def _pays(plan) -> bool:
+    """Whether a variant's plan gained what static lengths give: a loop nest, or (small
+    lengths) a scalar kernel (``compile/scalar``) in place of the pair kernels."""
+    return any(isinstance(u, Nest) or getattr(getattr(u, "node", None), "op", None)
+               is SCALAR_KERNEL for u in plan.units)
 
 
 def wants_specialising(plan) -> bool:
