@@ -22,6 +22,7 @@ from ..errors import DTypeError, ShapeError
 from ..graph.tensor import Tensor
 from ..ops.functions import export
 from ..ops.registry import apply, as_tensors
+from ..ops.sources import CONSTANT
 from .adjoint import cond_outputs
 from .body import Body, marker, stand_in
 from .records import SCAN, WHILE
@@ -118,7 +119,7 @@ def scan(fn: Callable, init: Any, xs: Any = None, length: Optional[int] = None,
 
 def _cast_literal(out: Tensor, like: Tensor) -> Tensor:
     """A constant returned as a carry (a Python number) takes the carry's dtype."""
-    if out.op.name == "constant" and out.dtype != like.dtype and out.shape == like.shape:
+    if out.op is CONSTANT and out.dtype != like.dtype and out.shape == like.shape:
         return as_tensors(SCAN, (np.asarray(out.attrs["value"], like.dtype),))[0]
     return out
 

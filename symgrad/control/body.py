@@ -32,7 +32,7 @@ import numpy as np
 
 from ..graph.tensor import Tensor
 from ..graph.traversal import topological_order
-from ..ops.sources import placeholder
+from ..ops.sources import CONSTANT, placeholder
 
 _counter = itertools.count()
 
@@ -62,7 +62,7 @@ def _free_nodes(outputs: list, inputs: list, since: int, outside: set) -> tuple:
             inside[id(node)] = True
             continue
         inside[id(node)] = id(node) not in outside and (
-            node.op.name == "constant" or node.id > since
+            node.op is CONSTANT or node.id > since
             or any(inside[id(i)] for i in node.inputs))
     captures: dict = {}
     for node in order:
@@ -123,7 +123,7 @@ class Body:
         values = {id(t): np.asarray(v) for t, v in zip(self.inputs, inputs)}
         values.update((id(t), np.asarray(v)) for t, v in zip(self.captures, captures))
         for node in self.order:
-            if node.op.name == "constant":
+            if node.op is CONSTANT:
                 values[id(node)] = node.attrs["value"]
             else:
                 values[id(node)] = run_node(node, [values[id(i)] for i in node.inputs])
@@ -150,7 +150,7 @@ class Body:
             lines = [repr([(t.shape, t.dtype.str) for t in self.inputs + self.captures])]
             for k, node in enumerate(self.order):
                 position[id(node)] = len(self.inputs) + len(self.captures) + k
-                if node.op.name == "constant":
+                if node.op is CONSTANT:
                     v = np.ascontiguousarray(node.attrs["value"])
                     attrs = v.dtype.str + repr(v.shape) + hashlib.sha256(v.tobytes()).hexdigest()
                 else:
