@@ -17,7 +17,8 @@ fills the device). An output is
   unless the rules below make it a copy of a row sum;
 * a per-pair value: stored at its element.
 
-No atomic runs per pair. The rules are the CPU nest's, read from ``nest.py``'s analysis
+No global-memory atomic runs per pair (the triangle adds shared-memory ones, below). The
+rules are the CPU nest's, read from ``nest.py``'s analysis
 (``device_rules``), not re-derived:
 
 * ``nest.nest_masks``: constant masks (eye, ~eye, triu, tril) are read as index
@@ -237,7 +238,7 @@ def _pass(nest: Nest, lowered: dict, name: str, own: int) -> str:
                 row = next(x for x in outs if (x.kernel.index, x.j) == rules.mirror[key])
                 cm = f"cm{len(cols)}"
                 cols.append((cm, row, o, k))
-                point += [f"if i1 != i0:", f"    cuda.atomic.add({cm}, jj, {e})"]
+                point += ["if i1 != i0:", f"    cuda.atomic.add({cm}, jj, {e})"]
                 continue
             s = acc.setdefault((*key, k), f"s{len(acc)}")
             point.append(f"{s} += {'w_ * ' if tri and len(summed) == 2 else ''}{e}")
