@@ -66,10 +66,15 @@ _CODE_HASH: list = []
 
 
 def code_hash() -> str:
-    """A hash of this package's own source: a change in the code generator is a new key."""
+    """A hash of symgrad's own source (every ``.py`` under ``symgrad/``, by relative path):
+    a change in the code generator, anywhere in ``compile/`` or in an op's record, is a new
+    key. (It hashed ``compile/cache/*.py`` only once the modules moved there, so a changed
+    generator reused modules written by the old one.)"""
     if not _CODE_HASH:
         digest = hashlib.sha256()
-        for path in sorted(Path(__file__).parent.glob("*.py")):
+        root = Path(__file__).resolve().parents[2]
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
             digest.update(path.read_bytes())
         _CODE_HASH.append(digest.hexdigest()[:16])
     return _CODE_HASH[0]

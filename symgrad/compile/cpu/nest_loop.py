@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..codegen.templates import OPTIONS, body_source
 from ..nest.ir import NEST_MATH, Nest, NestOutput, nest_inputs, nest_outputs, point_reads
-from ..plan.masks import complement, read_text, row_range
+from ..plan.masks import complement, literal, read_text, row_range
 from ..plan.regions import Kernel
 from ..nest.rules import gate_source, nest_factors, nest_gate, nest_masks, nest_symmetry, specialised
 
@@ -138,7 +138,7 @@ def nest_source(nest: Nest, lowered: list, name: str, parallel: bool) -> str:
             fixed = {x: a if (b[0] == "==") == diagonal else other
                      for x, (b, a, other) in bands.items()}
             for x, v in fixed.items():   # eye / ~eye: a literal on each part
-                local[x] = repr(v)
+                local[x] = literal(v)
             at = body(at, outer_point(fixed))
             for o in outs:
                 if total(o):

@@ -618,7 +618,9 @@ def bind_device(module, plan, inputs: list) -> None:
 def compile_cuda(inputs: list, outputs: list, plan, key: str, mode: OutputMode):
     """The CompiledFunction of ``sg.function(..., target="cuda")`` for a built plan: its
     module (kernels and the generated driver, ``cuda_driver``) from the cache or built."""
-    key = hashlib.sha256(f"{key}\n{CUDA_CODEGEN_VERSION}".encode()).hexdigest()
+    from . import tiles   # the triangle switch changes the kernels: part of the key
+    key = hashlib.sha256(f"{key}\n{CUDA_CODEGEN_VERSION}\ntriangle {tiles.TRIANGLE}".encode()
+                         ).hexdigest()
     plan = recompute_cheap_stores(plan)
 
     def build() -> str:

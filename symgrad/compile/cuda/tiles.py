@@ -17,7 +17,8 @@ fills the device). An output is
   unless the rules below make it a copy of a row sum;
 * a per-pair value: stored at its element.
 
-No atomic runs per pair. The rules are the CPU nest's, read from ``nest.py``'s analysis
+No global-memory atomic runs per pair (the triangle adds shared-memory ones, below). The
+rules are the CPU nest's, read from ``nest.py``'s analysis
 (``device_rules``), not re-derived:
 
 * ``nest.nest_masks``: constant masks (eye, ~eye, triu, tril) are read as index
@@ -25,8 +26,11 @@ No atomic runs per pair. The rules are the CPU nest's, read from ``nest.py``'s a
   0 the passes visit only the tiles that meet the band and test the predicate per pair;
 * ``nest.nest_symmetry``: when the sum is symmetric in the pair, a column output equals a
   row output with the operands swapped (``mirror``), so a thread's row accumulator is
-  added into both arrays and the column pass is not run. (The CPU nest visits ``i0 <= i1``
-  instead; on the device the triangle would need a per-pair column reduction.)
+  added into both arrays and the column pass is not run; and (``triangle``) a block of
+  rows walks only the tiles on or above the diagonal: a thread adds the pairs
+  ``i1 >= i0`` into its row registers, the mirrored column values into a shared-memory
+  column sum per tile (one shared atomic per pair, none in global memory), added into
+  both arrays once per tile, as the CPU nest visits ``i0 <= i1``.
 
 Accumulators are float64 (the generated driver casts, ``cuda_driver``).
 
@@ -62,7 +66,7 @@ from ..nest import Nest, nest_inputs, nest_masks, nest_symmetry
 from ..plan.regions import Kernel
 
 __all__ = ["DeviceRules", "device_rules", "tiled", "device_nest_inputs", "column_pass",
-           "tiled_source", "rule_lines"]
+           "triangle", "TRIANGLE", "tiled_source", "rule_lines"]
 
 
 @dataclass
@@ -115,6 +119,31 @@ def _summed(kernel: Kernel, j: int) -> frozenset:
     return frozenset(a for a in (o.axes if o.is_reduction else ()) if a < 2)
 
 
+TRIANGLE = True
+"""Whether a symmetric tiled nest visits only the tiles on or above the diagonal
+(``triangle``); False: every tile, its column sums copies of its row sums."""
+
+
+def triangle(nest: Nest, lowered: dict) -> bool:
+    """Whether a tiled nest visits only the pairs ``i0 <= i1`` (``TRIANGLE``, a symmetry
+    proof and no skipping mask; every output a sum over both axes, a row sum, or a column
+    sum that mirrors a row sum): the block of rows ``lo .. hi - 1`` walks the columns from
+    ``lo`` on, a thread adds pair ``(i0, i1)`` with ``i1 >= i0`` into its row registers
+    (the sums over both axes twice off the diagonal), and the mirrored column values of the
+    off-diagonal pairs into a shared-memory column sum per tile (a shared atomic per pair,
+    the threads staggered over the tile's columns), added into row ``i1`` of both the row
+    and the column output once per tile."""
+    rules = device_rules(nest, lowered)
+    if not (TRIANGLE and tiled(nest) and rules.mirror and rules.kept is None) or \
+            nest.outer.shape[0] != nest.outer.shape[1]:
+        return False
+    for o in device_nest_outputs(nest):
+        summed, key = _summed(o.kernel, o.j), (o.kernel.index, o.j)
+        if not (summed in ({0, 1}, {1}) or (summed == {0} and key in rules.mirror)):
+            return False
+    return True
+
+
 def column_pass(nest: Nest, lowered: dict) -> bool:
     """Whether a tiled nest needs its column pass (a column sum no row sum mirrors)."""
     mirror = device_rules(nest, lowered).mirror
@@ -153,13 +182,13 @@ class _Reads:
         return self.owned.setdefault(text, f"ow{len(self.owned)}")
 
 
-def _band_range(kept, own: int, lines: list) -> None:
+def _band_range(kept, own: int, lines: list, upper: bool = False) -> None:
     """``b_lo, b_hi``: the other-axis indexes band ``kept`` keeps for the block's own
-    indexes ``lo .. hi - 1`` (all of them when ``kept`` is None). Integer bounds are
-    clamped with ``if`` (numba.cuda resolves the builtin ``max`` of two ints to an
-    iterable overload)."""
+    indexes ``lo .. hi - 1`` (all of them when ``kept`` is None; from ``lo`` on with
+    ``upper``, the triangle). Integer bounds are clamped with ``if`` (numba.cuda resolves
+    the builtin ``max`` of two ints to an iterable overload)."""
     other = f"n{1 - own}"
-    lines += ["b_lo = 0", f"b_hi = {other}"]
+    lines += ["b_lo = lo" if upper else "b_lo = 0", f"b_hi = {other}"]
     if kept is not None:
         op, k = kept
         k = k if own == 0 else -k     # i1 - i0 op k, seen from the own axis
@@ -184,14 +213,16 @@ def _pass(nest: Nest, lowered: dict, name: str, own: int) -> str:
     def value(kernel: Kernel, node, k=None) -> str:
         return source_register(lowered, kernel, node, k)
 
+    tri = own == 0 and triangle(nest, lowered)
     acc: dict = {}          # (kernel index, j, k) -> register of a row or full sum
     ends: list = []         # (register, output, k, 'row' | 'full' | 'mirror')
+    cols: list = []         # triangle: (shared column sum, row output, column output, k)
     for o in outs:
         summed = _summed(o.kernel, o.j)
         key = (o.kernel.index, o.j)
         if own == 1 and (summed != {0} or key in rules.mirror):
             continue        # the column pass writes the column sums no row sum mirrors
-        if own == 0 and summed == {0}:
+        if own == 0 and summed == {0} and not tri:
             continue        # the column pass's, or a row sum's mirror (added below)
         src = o.out.source
         if o.kernel is nest.outer or o.inner:
@@ -203,18 +234,27 @@ def _pass(nest: Nest, lowered: dict, name: str, own: int) -> str:
             if not summed:
                 point.append(f"{o.name}[{_element(o, k)}] = {e}")
                 continue
+            if tri and summed == {0}:   # the mirror: row i1 gets e_col(i0, i1)
+                row = next(x for x in outs if (x.kernel.index, x.j) == rules.mirror[key])
+                cm = f"cm{len(cols)}"
+                cols.append((cm, row, o, k))
+                point += ["if i1 != i0:", f"    cuda.atomic.add({cm}, jj, {e})"]
+                continue
             s = acc.setdefault((*key, k), f"s{len(acc)}")
-            point.append(f"{s} += {e}")
+            point.append(f"{s} += {'w_ * ' if tri and len(summed) == 2 else ''}{e}")
             ends.append((s, o, k, "full" if len(summed) == 2 else "row"))
     if own == 0:
         for col, row in rules.mirror.items():
             o = next(x for x in outs if (x.kernel.index, x.j) == col)
             for k in range(inner):
                 ends.append((acc[(*row, k)], o, k, "mirror"))
-    return _kernel_text(nest, name, own, inputs, outs, rules, reads, point, acc, ends, arg)
+    return _kernel_text(nest, name, own, inputs, outs, rules, reads, point, acc, ends, arg,
+                        cols if tri else None)
 
 
-def _kernel_text(nest, name, own, inputs, outs, rules, reads, point, acc, ends, arg) -> str:
+def _kernel_text(nest, name, own, inputs, outs, rules, reads, point, acc, ends, arg,
+                 cols=None) -> str:
+    """``cols``: the triangle's shared column sums (``triangle``), or None."""
     other = 1 - own
     params = ["n0", "n1"] + [arg[id(n)] for n in inputs] + [o.name for o in outs]
     types = {}
@@ -228,26 +268,42 @@ def _kernel_text(nest, name, own, inputs, outs, rules, reads, point, acc, ends, 
             "ch = cuda.blockIdx.x // nrb", "lo = (cuda.blockIdx.x % nrb) * bd",
             "hi = lo + bd", f"if hi > n{own}:", f"    hi = n{own}",
             f"i{own} = lo + tid", f"live = i{own} < n{own}"]
-    _band_range(rules.kept, own, body)
+    _band_range(rules.kept, own, body, cols is not None)
     body += ["per = (b_hi - b_lo + nch - 1) // nch", "c_lo = b_lo + ch * per",
              "if c_lo > b_hi:", "    c_lo = b_hi", "c_hi = c_lo + per", "if c_hi > b_hi:",
              "    c_hi = b_hi"]
     body += [f"{t} = cuda.shared.array(BLOCK, {types[d]})" for t, _, d in reads.tiles.values()]
     if any(mode == "full" for *_, mode in ends):
         body.append("m = cuda.shared.array(BLOCK, float64)")
+    body += [f"{cm} = cuda.shared.array(BLOCK, float64)" for cm, *_ in cols or ()]
     body += [f"{s} = 0.0" for s in acc.values()]
     body += ["for t0 in range(c_lo, c_hi, bd):", "    tl = c_hi - t0", "    if tl > bd:",
              "        tl = bd",
              "    cuda.syncthreads()", "    for q in range(tid, tl, bd):"]
     body += [f"        {t}[q] = {load}" for t, load, _ in reads.tiles.values()]
+    body += [f"        {cm}[q] = 0.0" for cm, *_ in cols or ()]
     body += ["    cuda.syncthreads()", "    if live:"]
     body += [f"        {v} = {text}" for text, v in reads.owned.items()]
-    body += ["        for jj in range(tl):", f"            i{other} = t0 + jj"]
-    at = "            "
+    if cols is None:
+        body += ["        for jj in range(tl):", f"            i{other} = t0 + jj"]
+        at = "            "
+    else:   # staggered: the threads of a warp add into different columns at each step
+        body += ["        jj = tid % tl", "        for _ in range(tl):",
+                 "            i1 = t0 + jj", "            if i1 >= i0:",
+                 "                w_ = 1.0 if i1 == i0 else 2.0"]
+        at = "                "
     if rules.kept is not None:
         body.append(f"{at}if {predicate(rules.kept, 'i0', 'i1')}:")
         at += "    "
     body += [at + p for p in point]
+    if cols is not None:
+        body += ["            jj += 1", "            if jj == tl:", "                jj = 0",
+                 "    cuda.syncthreads()", "    for q in range(tid, tl, bd):",
+                 "        jc = t0 + q"]
+        for cm, row, col, k in cols:   # row jc of both outputs: the row sum is the column's
+            for o, i in ((row, "i0"), (col, "i1")):
+                at_jc = re.sub(rf"\b{i}\b", "jc", _atomic(o, k))
+                body.append(f"        cuda.atomic.add({o.name}, {at_jc}, {cm}[q])")
     for s, o, k, mode in ends:
         if mode == "full":
             body += _block_sum(s, o.name, _element(o, k))
@@ -298,7 +354,13 @@ def rule_lines(nests: list) -> list:
         rules = device_rules(n, lowered)
         names = {id(i): i.name for i in n.outer.inputs}
         head = f"  nest {n.index} (tiled device kernel, registers per row, no per-pair atomic)"
-        if rules.kept is not None:
+        if triangle(n, lowered):
+            lines.append(f"{head.replace('no per-pair atomic', 'no per-pair global atomic')} "
+                         f"visits only the (i0, i1) of {shape} with i0 <= i1, the tiles on "
+                         "or above the diagonal: the sum is symmetric in the pair "
+                         "(docs/pair_sums.md), so each off-diagonal pair adds into both rows "
+                         "(a shared-memory column sum per tile): no column pass")
+        elif rules.kept is not None:
             lines.append(f"{head} visits only the (i0, i1) of {shape} with "
                          f"{predicate(rules.kept, 'i0', 'i1')}: the constant mask "
                          f"{names[rules.skip]!r} drops the others, which add exactly 0")

@@ -42,6 +42,10 @@ from ..plan.regions import Kernel, Plan, Step
 from .ir import INNER_MAX, Nest
 from .rules import SPECIALISE_NODES, _COL_VIEW_1, _ROW_VIEW_1, nest_gate, nest_masks, nest_symmetry
 
+PRE_FLOATS = ("float64", "float32")
+"""Dtypes of a pre sum (the sum and its summands alike: a float32 sum of float32 terms is
+added in float32 in the nest, as the flat kernel's point function computes it)."""
+
 
 def nest_plan(plan: Plan, pair_loops: bool = True) -> Plan:
     """The plan with every matching pre/outer/post group replaced by one ``Nest``, and
@@ -105,8 +109,8 @@ def _match(outer: Kernel, graph, producer: dict, position: dict, wanted: set, us
             continue
         o = u.outputs[0]
         if o.node is i and i.op is S.reduce_sum and tuple(o.axes) == (r,) and \
-                not o.mean and i.dims == outer.dims and i.dtype.name == "float64" and \
-                o.source.dtype.name == "float64" and id(i) not in wanted and \
+                not o.mean and i.dims == outer.dims and i.dtype.name in PRE_FLOATS and \
+                o.source.dtype == i.dtype and id(i) not in wanted and \
                 all(id(c) in members for c in graph.consumers[id(i)]):
             pre.append(u)
     nest = Nest(outer, pre)

@@ -76,11 +76,23 @@ def predicate(b: Band, i: str, j: str) -> str:
     return f"{j} - {i} {op} {k}"
 
 
+FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
+"""The float dtypes of constants read as index predicates or outer products."""
+
+
 def mask_band(node, index: str) -> Optional[tuple]:
     """``(band, a, b)`` when kernel input ``node``, read at ``[i0, i1]``, is a constant
     that is ``a`` where ``band`` holds and ``b`` elsewhere: a bool mask (``a`` True), or a
-    float64 array of two finite values (a mask folded into a gradient's seed,
-    ``where(mask, 1.0, 0.0)``); else None."""
+    float64 or float32 array of two finite values (a mask folded into a gradient's seed,
+    ``where(mask, 1.0, 0.0)``; ``a`` and ``b`` keep the array's type: a float, or a
+    ``np.float32`` that ``literal`` prints ``f32(..)``); else None.
+
+    >>> class Seed:
+    ...     value = np.where(np.eye(3, dtype=bool), 0.5, 0.0).astype(np.float32)
+    >>> mb = mask_band(Seed, "[i0, i1]")
+    >>> mb[0], literal(mb[1]), literal(mb[2])
+    (('==', 0), 'f32(0.5)', 'f32(0.0)')
+    """
     value = getattr(node, "value", None)
     if index != "[i0, i1]" or value is None:
         return None
@@ -88,7 +100,7 @@ def mask_band(node, index: str) -> Optional[tuple]:
     if value.dtype == np.bool_:
         b = band(value)
         return None if b is None else (b, True, False)
-    if value.dtype != np.float64 or value.ndim != 2 or value.size < 2:
+    if value.dtype not in FLOATS or value.ndim != 2 or value.size < 2:
         return None
     a = value[0, 0]
     where_a = value == a
@@ -97,7 +109,19 @@ def mask_band(node, index: str) -> Optional[tuple]:
             not (rest == rest[0]).all():
         return None
     b = band(where_a)
-    return None if b is None else (b, float(a), float(rest[0]))
+    if b is None:
+        return None
+    typed = np.float32 if value.dtype == np.float32 else float
+    return b, typed(a), typed(rest[0])
+
+
+def literal(v) -> str:
+    """The source text of a value of ``mask_band``: ``True``, ``0.5``, or ``f32(0.5)`` for
+    a float32 (a bare ``0.5`` is a float64 and would promote a float32 kernel's arithmetic;
+    cpu and cuda modules define ``f32``)."""
+    if isinstance(v, np.float32):
+        return f"f32({float(v)!r})"
+    return repr(v)
 
 
 def read_text(mb: tuple, i: str, j: str, kept: Optional[Band] = None) -> str:
@@ -105,12 +129,12 @@ def read_text(mb: tuple, i: str, j: str, kept: Optional[Band] = None) -> str:
     (``kept``: the band the loop visits only, where the constant is its first value)."""
     b, a, other = mb
     if b == kept:
-        return repr(a)
+        return literal(a)
     if complement(b) == kept:
-        return repr(other)
+        return literal(other)
     if a is True:
         return f"({predicate(b, i, j)})"
-    return f"({a!r} if {predicate(b, i, j)} else {other!r})"
+    return f"({literal(a)} if {predicate(b, i, j)} else {literal(other)})"
 
 
 def vanishes(lowered, values: dict) -> list:
@@ -168,8 +192,8 @@ def loop_masks(lowered, indexes: list, sums_only: bool) -> tuple:
 
 
 def outer_factors(node, index: str) -> Optional[tuple]:
-    """``(r, c)`` when kernel input ``node``, read at ``[i0, i1]``, is a 2-D float64
-    constant with ``value[r, c] == 1`` and ``value[i, j] == value[i, c] * value[r, j]``
+    """``(r, c)`` when kernel input ``node``, read at ``[i0, i1]``, is a 2-D float64 or
+    float32 constant with ``value[r, c] == 1`` and ``value[i, j] == value[i, c] * value[r, j]``
     for every element (exactly: one multiplication, as the loop computes it): an outer
     product such as the folded charges ``q[:, None] * q[None, :]``. A loop then reads
     ``x[i0, c] * x[r, i1]``, a column and a row, instead of ``n x n`` values.
@@ -184,7 +208,7 @@ def outer_factors(node, index: str) -> Optional[tuple]:
     """
     value = getattr(node, "value", None)
     if index != "[i0, i1]" or not isinstance(value, np.ndarray) or \
-            value.dtype != np.float64 or value.ndim != 2 or value.size < 4:
+            value.dtype not in FLOATS or value.ndim != 2 or value.size < 4:
         return None
     ones = np.argwhere(value == 1.0)
     if not len(ones):
