@@ -169,7 +169,10 @@ def module_pass(ctx: Context) -> str:
 def bind_pass(ctx: Context) -> str:
     """The runtime names bound into the module, and the CompiledFunction around it."""
     module = ctx.module
-    bind_runtime(module, ctx.plan, ctx.inputs, ctx.spec.name, function)
+    # loops compile their bodies with sg.function on host targets (the device runs them
+    # on the host: cuda/steps.py)
+    bind_runtime(module, ctx.plan, ctx.inputs, ctx.spec.name,
+                 None if ctx.spec.device else function)
     # A class per function whose __call__ is the generated driver itself: no extra frame.
     cls = type("CompiledFunction", (CompiledFunction,), {"__call__": staticmethod(module.run)})
     plan = warm.LazyPlan(lambda: _replan(ctx)) if ctx.extra.get("warm") else ctx.plan
