@@ -102,14 +102,24 @@ def guard_numba_cache(module: types.ModuleType) -> None:
     """Seal numba's cache files of each kernel of ``module`` (``SealedCacheFile``) and wrap
     its cache in ``_GuardedCache``."""
     for value in list(vars(module).values()):
-        inner = getattr(value, "_cache", None)
-        if hasattr(inner, "load_overload") and not isinstance(inner, _GuardedCache):
-            sealed = sealed_cache_file(getattr(inner, "_cache_file", None))
-            if sealed is None:          # a cache file class we do not know: no cache at all
-                value._cache = NullCache()
-                continue
-            inner._cache_file = sealed
-            value._cache = _GuardedCache(inner, Path(module.__file__).parent / "__pycache__")
+        guard_dispatcher(value, Path(module.__file__).parent / "__pycache__")
+
+
+def guard_dispatcher(value: object, where: Path, stamp: object = None) -> None:
+    """Seal the cache files of one dispatcher ``value`` (nothing for other objects) and wrap
+    its cache in ``_GuardedCache`` (warnings name ``where``). ``stamp``, when given, is
+    added to numba's source stamp of the files (a file saved under another stamp reads as
+    absent): what the function depends on beyond its own source file."""
+    inner = getattr(value, "_cache", None)
+    if hasattr(inner, "load_overload") and not isinstance(inner, _GuardedCache):
+        sealed = sealed_cache_file(getattr(inner, "_cache_file", None))
+        if sealed is None:          # a cache file class we do not know: no cache at all
+            value._cache = NullCache()
+            return
+        if stamp is not None:
+            sealed._source_stamp = (sealed._source_stamp, stamp)
+        inner._cache_file = sealed
+        value._cache = _GuardedCache(inner, where)
 
 
 # what SealedFiles overrides or reads of numba's IndexDataCacheFile (numba-cuda keeps its
