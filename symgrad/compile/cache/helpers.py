@@ -30,11 +30,13 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
+import os
 import threading
 from pathlib import Path
 
 from ...numba_internals import enabled as internals_enabled
 from .numba_files import guard_dispatcher, numba_cache_allowed
+from .trust import key_tag
 
 #: the modules whose njit helpers generated code links
 HELPER_MODULES = ("symgrad.compile.kernel_lib.vecmath", "symgrad.compile.kernel_lib.support",
@@ -98,6 +100,21 @@ def _enable(dispatcher: object, stamp: str, allowed: dict) -> None:
     except Exception:        # noqa: BLE001 - numba finds no cache directory: compiled as before
         return
     guard_dispatcher(dispatcher, source.parent / "__pycache__", stamp)
+    _name_by_key(getattr(dispatcher._cache, "_inner", None))
+
+
+def _name_by_key(cache: object) -> None:
+    """Name the helper's files after this user's key (``trust.key_tag``): the helpers'
+    directory is shared by every key a user runs with (tests, ``SYMGRAD_KEY_FILE``), and a
+    file sealed under another key would otherwise be refused with a warning and replaced
+    at each switch. Names only: what is read is still verified."""
+    files = getattr(cache, "_cache_file", None)
+    if not all(hasattr(files, a) for a in ("_index_name", "_cache_path", "_data_name_pattern")):
+        return
+    base, tag = files._index_name[:-len(".nbi")], key_tag()
+    files._index_name = f"{base}.{tag}.nbi"
+    files._index_path = os.path.join(files._cache_path, files._index_name)
+    files._data_name_pattern = f"{base}.{tag}" + ".{number:d}.nbc"
 
 
 def _stamp() -> str:

@@ -134,6 +134,12 @@ def mac(name: str, source: str) -> str:
     return hmac.new(secret_key(), message, hashlib.sha256).hexdigest()
 
 
+def key_tag() -> str:
+    """16 hex digits naming this user's key (an HMAC of a fixed text under it, which tells
+    nothing of the key): files sealed under two keys can be given two names."""
+    return hmac.new(secret_key(), b"symgrad-key-tag", hashlib.sha256).hexdigest()[:16]
+
+
 def sealed(name: str, source: str) -> str:
     r"""The file text of module ``name``: the source, then its MAC line.
 
