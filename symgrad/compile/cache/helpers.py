@@ -14,7 +14,7 @@ bitcode into each caller: a helper loaded from the cache still carries LLVM's
 is inlined into the loops and vectorised exactly as when compiled in this process.
 
 numba invalidates a cache file when its function's source file changes; the files here
-are further bound (``_STAMP``) to the text of every helper source file and to the
+are further bound (``_stamp``) to the text of every helper source file and to the
 versions of Python, numpy, numba and symgrad, so that an edit of a piece in another file
 cannot leave a stale helper. Helpers that are closures (vecmath's float32 wrappers: numba
 would pickle the wrapped dispatcher into the key) and numba-IR pieces
@@ -31,6 +31,7 @@ import hashlib
 import importlib
 import inspect
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -119,9 +120,12 @@ def _name_by_key(cache: object) -> None:
 
 def _stamp() -> str:
     """sha256 of the helper source files' text and of the versions symgrad depends on."""
-    from .modules import versions
+    import numba
+    import numpy
 
-    digest = hashlib.sha256(versions().encode())
+    from ... import __version__
+    digest = hashlib.sha256(f"symgrad {__version__} numba {numba.__version__} numpy "
+                            f"{numpy.__version__} python {sys.version}".encode())
     for name in _SOURCES:
         spec = importlib.util.find_spec(name)
         try:
