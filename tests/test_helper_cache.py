@@ -100,3 +100,21 @@ def test_closures_and_ir_pieces_are_not_cached():
     assert not helpers.cacheable(vecmath.sin_f32)          # a closure over sin_f64
     assert not helpers.cacheable(vecmath._sin_kernel)      # inlined at numba's IR level
     assert not helpers.cacheable(len)
+
+
+def test_refused_directory_is_quiet_for_helpers(tmp_path, monkeypatch):
+    import warnings
+
+    from symgrad.compile.cache import numba_files, trust
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)                      # writable by others, no sticky bit
+    source = shared / "lib" / "helpers.py"
+    source.parent.mkdir()
+    source.write_text("")
+    monkeypatch.setattr(trust, "_WARNED", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert numba_files.numba_cache_allowed(source, quiet=True) is False
+    with pytest.warns(Warning, match="writable by group or others"):
+        assert numba_files.numba_cache_allowed(source) is False

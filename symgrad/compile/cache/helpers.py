@@ -6,7 +6,8 @@ numba's IR level), paid in every process when they are compiled there. ``cache_h
 (run once per process, before the first generated module runs) gives each helper numba's
 on-disk cache, sealed with this user's key like a generated module's (``numba_files``:
 only files this user's symgrad wrote and authenticated are unpickled), in the directories
-that ``numba_cache_allowed`` accepts (none: the helpers compile in memory, as before).
+that ``numba_cache_allowed`` accepts (none, such as a package folder that another user
+owns or a group may write: the helpers compile in memory, as before, without a warning).
 
 numba keeps a cached function's LLVM bitcode beside its object code, and links that
 bitcode into each caller: a helper loaded from the cache still carries LLVM's
@@ -93,7 +94,7 @@ def _enable(dispatcher: object, stamp: str, allowed: dict) -> None:
     except (TypeError, OSError):
         return
     if source not in allowed:
-        allowed[source] = numba_cache_allowed(source)
+        allowed[source] = numba_cache_allowed(source, quiet=True)
     if not allowed[source]:
         return
     try:

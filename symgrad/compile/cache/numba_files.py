@@ -47,13 +47,13 @@ def numba_cache_dirs(module_file: Path) -> list:
     return dirs
 
 
-def numba_cache_allowed(module_file: Path) -> bool:
+def numba_cache_allowed(module_file: Path, quiet: bool = False) -> bool:
     """Whether numba may keep its cache (pickles it will load and run) for the module in
     ``module_file``: every directory it may use must pass ``safe_directory``. Beside the
     module, ``__pycache__`` is made first (mode 0700), so it cannot be planted after the
     check; elsewhere the nearest existing ancestor is checked. Always False with
     ``SYMGRAD_NUMBA_INTERNALS=0``: numba's files are sealed through its cache internals,
-    and an unsealed cache is not used."""
+    and an unsealed cache is not used. ``quiet``: no warning when refused."""
     if not internals_enabled():
         return False
     dirs = numba_cache_dirs(module_file)
@@ -66,6 +66,8 @@ def numba_cache_allowed(module_file: Path) -> bool:
         while not probe.exists() and probe.parent != probe:
             probe = probe.parent
         problem = safe_directory(probe, created=probe != target)
+        if problem and quiet:
+            return False
         if problem:
             warn_once(probe, f"numba's cache there is off: {problem}",
                       "use a cache directory that only you own and can write (chmod go-w)")
