@@ -93,6 +93,16 @@ def test_second_process_loads_sealed_helpers_inlined(tmp_path):
     assert (other["hits"], other["misses"], other["warnings"]) == (0, 1, [])
     assert len(_helper_files(tmp_path)) == 2
 
+    # a key for this process only (the key file is refused): no helper files pile up
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "cache.key").write_bytes(b"short")
+    (bad / "cache.key").chmod(0o600)
+    once = _run(tmp_path, "sg5", key="bad")
+    assert once["misses"] == 1 and any("key" in w for w in once["warnings"])
+    assert len(_helper_files(tmp_path)) == 2
+    assert once["value"] == first["value"]
+
 
 def test_closures_and_ir_pieces_are_not_cached():
     from symgrad.compile.kernel_lib import support, vecmath

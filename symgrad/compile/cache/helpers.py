@@ -38,7 +38,7 @@ from pathlib import Path
 
 from ...numba_internals import enabled as internals_enabled
 from .numba_files import guard_dispatcher, numba_cache_allowed
-from .trust import key_tag
+from .trust import key_persists, key_tag
 
 #: the modules whose njit helpers generated code links
 HELPER_MODULES = ("symgrad.compile.kernel_lib.vecmath", "symgrad.compile.kernel_lib.support",
@@ -64,12 +64,13 @@ def cacheable(value: object) -> bool:
 
 def cache_helpers() -> None:
     """Give every cacheable helper of ``HELPER_MODULES`` numba's sealed on-disk cache, once
-    per process (later calls return at once). Nothing with ``SYMGRAD_NUMBA_INTERNALS=0``
-    or where ``numba_cache_allowed`` refuses the helper's directories."""
+    per process (later calls return at once). Nothing with ``SYMGRAD_NUMBA_INTERNALS=0``,
+    with a key for this process only (its files would pile up, never read again), or where
+    ``numba_cache_allowed`` refuses the helper's directories."""
     if _DONE:
         return
     with _LOCK:
-        if _DONE or not internals_enabled():
+        if _DONE or not internals_enabled() or not key_persists():
             _DONE.append(True)
             return
         from numba.core.compiler_lock import global_compiler_lock
