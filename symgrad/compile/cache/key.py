@@ -27,7 +27,7 @@ from . import modules as cache
 
 __all__ = ["CODEGEN_VERSION", "compile_key"]
 
-CODEGEN_VERSION = "6"    # reuse fix (no store into a buffer read through a view); scalar fast path
+CODEGEN_VERSION = "7"    # gather loop bounds as comparisons (no numba max/min overloads)
 
 
 def compile_key(graph, target: str, mode: OutputMode, math: str) -> str:
