@@ -33,6 +33,7 @@ import weakref
 from pathlib import Path
 from typing import Callable, Optional
 
+from .helpers import cache_helpers
 from .numba_files import guard_numba_cache, guard_parallel, numba_cache_allowed
 from .trust import (KEY_BYTES, OPEN_FLAGS, key_file, read_all, sealed, secret_key, unsealed,
                     warn_once, write_all)
@@ -168,6 +169,7 @@ def release(ns: dict) -> None:
 def execute(name: str, source: str, filename: str, numba_cache: bool) -> types.ModuleType:
     """Run ``source`` (already verified, or just generated) as module ``name``; it is in
     ``sys.modules`` while it runs (numba's cache needs that), and removed if it fails."""
+    cache_helpers()                  # the kernel helpers it links: numba's sealed cache
     module = types.ModuleType(name)
     module.__file__ = filename
     module.__dict__["NUMBA_CACHE"] = numba_cache

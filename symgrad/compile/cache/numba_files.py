@@ -47,13 +47,13 @@ def numba_cache_dirs(module_file: Path) -> list:
     return dirs
 
 
-def numba_cache_allowed(module_file: Path) -> bool:
+def numba_cache_allowed(module_file: Path, quiet: bool = False) -> bool:
     """Whether numba may keep its cache (pickles it will load and run) for the module in
     ``module_file``: every directory it may use must pass ``safe_directory``. Beside the
     module, ``__pycache__`` is made first (mode 0700), so it cannot be planted after the
     check; elsewhere the nearest existing ancestor is checked. Always False with
     ``SYMGRAD_NUMBA_INTERNALS=0``: numba's files are sealed through its cache internals,
-    and an unsealed cache is not used."""
+    and an unsealed cache is not used. ``quiet``: no warning when refused."""
     if not internals_enabled():
         return False
     dirs = numba_cache_dirs(module_file)
@@ -66,6 +66,8 @@ def numba_cache_allowed(module_file: Path) -> bool:
         while not probe.exists() and probe.parent != probe:
             probe = probe.parent
         problem = safe_directory(probe, created=probe != target)
+        if problem and quiet:
+            return False
         if problem:
             warn_once(probe, f"numba's cache there is off: {problem}",
                       "use a cache directory that only you own and can write (chmod go-w)")
@@ -102,14 +104,24 @@ def guard_numba_cache(module: types.ModuleType) -> None:
     """Seal numba's cache files of each kernel of ``module`` (``SealedCacheFile``) and wrap
     its cache in ``_GuardedCache``."""
     for value in list(vars(module).values()):
-        inner = getattr(value, "_cache", None)
-        if hasattr(inner, "load_overload") and not isinstance(inner, _GuardedCache):
-            sealed = sealed_cache_file(getattr(inner, "_cache_file", None))
-            if sealed is None:          # a cache file class we do not know: no cache at all
-                value._cache = NullCache()
-                continue
-            inner._cache_file = sealed
-            value._cache = _GuardedCache(inner, Path(module.__file__).parent / "__pycache__")
+        guard_dispatcher(value, Path(module.__file__).parent / "__pycache__")
+
+
+def guard_dispatcher(value: object, where: Path, stamp: object = None) -> None:
+    """Seal the cache files of one dispatcher ``value`` (nothing for other objects) and wrap
+    its cache in ``_GuardedCache`` (warnings name ``where``). ``stamp``, when given, is
+    added to numba's source stamp of the files (a file saved under another stamp reads as
+    absent): what the function depends on beyond its own source file."""
+    inner = getattr(value, "_cache", None)
+    if hasattr(inner, "load_overload") and not isinstance(inner, _GuardedCache):
+        sealed = sealed_cache_file(getattr(inner, "_cache_file", None))
+        if sealed is None:          # a cache file class we do not know: no cache at all
+            value._cache = NullCache()
+            return
+        if stamp is not None:
+            sealed._source_stamp = (sealed._source_stamp, stamp)
+        inner._cache_file = sealed
+        value._cache = _GuardedCache(inner, where)
 
 
 # what SealedFiles overrides or reads of numba's IndexDataCacheFile (numba-cuda keeps its

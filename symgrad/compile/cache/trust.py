@@ -134,6 +134,22 @@ def mac(name: str, source: str) -> str:
     return hmac.new(secret_key(), message, hashlib.sha256).hexdigest()
 
 
+def key_persists() -> bool:
+    """Whether this process's key is the one in ``key_file()`` (False for a key for this
+    process only: files sealed under it verify in no other process)."""
+    key = secret_key()
+    try:
+        return _read_key(key_file()) == key
+    except (OSError, _DisclosedKey):
+        return False
+
+
+def key_tag() -> str:
+    """16 hex digits naming this user's key (an HMAC of a fixed text under it, which tells
+    nothing of the key): files sealed under two keys can be given two names."""
+    return hmac.new(secret_key(), b"symgrad-key-tag", hashlib.sha256).hexdigest()[:16]
+
+
 def sealed(name: str, source: str) -> str:
     r"""The file text of module ``name``: the source, then its MAC line.
 

@@ -1,7 +1,8 @@
 """Scalar helpers that generated kernels call, and ``always_inline``.
 
-They are compiled once per process (not cached on disk: LLVM inlines them into each loop,
-where they vectorise; the loops themselves are cached).
+LLVM inlines them into each loop, where they vectorise. They are compiled once and then
+loaded from numba's cache, sealed like the generated modules' (``compile/cache/helpers.py``;
+a cached function keeps its LLVM bitcode for inlining).
 
 Each follows the numpy forward of its op exactly (NaN propagation, ties, half-to-even),
 and takes typed constants (``one``, ``zero``) from the caller so that float32 kernels
@@ -23,8 +24,9 @@ def always_inline(dispatcher):
     that links it gets its body inlined (then vectorised with the loop), while the
     instructions keep this function's own strict floating-point flags. (numba's
     ``inline="always"`` inlines at its IR level instead, which costs time quadratic in the
-    caller's size and gives the body the caller's fast-math flags.) Overloads are not cached
-    on disk: a cached body is object code, which LLVM cannot inline. With
+    caller's size and gives the body the caller's fast-math flags.) numba caches an overload
+    with its LLVM bitcode, marked before it is saved (``compile/cache/helpers.py``), so a
+    helper loaded from the cache is inlined the same way. With
     ``SYMGRAD_NUMBA_INTERNALS=0`` the dispatcher is left as it is (LLVM decides)."""
     if not enabled():
         return dispatcher
