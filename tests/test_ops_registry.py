@@ -36,6 +36,8 @@ STRUCTURAL_TESTED |= {"cholesky", "triangular_solve", "solve", "inv", "det", "sl
 STRUCTURAL_TESTED |= {"scatter_nd", "tensor_scatter_nd_add", "tensor_scatter_nd_update",
                       "gather_nd"}
 INTERNAL |= {"segment_gather"}
+# loops and branches (symgrad/control): their cases live in tests/test_control_flow.py
+STRUCTURAL_TESTED |= {"scan", "while_loop", "cond"}
 
 
 def _arity(name: str) -> int:
