@@ -16,6 +16,7 @@ import numpy as np
 from ...graph.tensor import Tensor
 from ...control.body import Body, stand_in
 from ...control.records import run_scan, run_while
+from . import fused
 from .state import is_dry_run
 
 __all__ = ["compiled_body", "scan_step", "while_step"]
@@ -45,6 +46,7 @@ def compiled_body(body: Body, target: str, function: Callable) -> Callable:
 
         def run(values, caps, f=f):
             return f(*values, *caps)
+        run.function_ = f
         cache[target] = run
     return cache[target]
 
@@ -69,9 +71,19 @@ def scan_step(tensor: Tensor, target: str, function: Callable) -> Callable:
         run_replay = compiled_body(replay["body"], target, function) if replay else None
         key = ("scan", a["n_carry"], a["n_x"], a["length"], a["reverse"], a["checkpoint"],
                repr(replay))
-        results = body.memo(args, key, lambda: run_scan(
-            body, args, a["n_carry"], a["n_x"], a["length"], a["reverse"], run=run,
-            checkpoint=a["checkpoint"], replay=replay, run_replay=run_replay))
+
+        def compute():
+            if replay is None and fused.ENABLED:
+                loop = fused.fused_scan(body, run, a["n_carry"], a["n_x"])
+                if loop.loop is not None:
+                    done = fused.run_fused(loop, args, a["n_carry"], a["n_x"], a["length"],
+                                           a["reverse"], a["checkpoint"])
+                    if done is not None:
+                        return done
+            return run_scan(body, args, a["n_carry"], a["n_x"], a["length"], a["reverse"],
+                            run=run, checkpoint=a["checkpoint"], replay=replay,
+                            run_replay=run_replay)
+        results = body.memo(args, key, compute)
         return np.array(results[a["index"]], copy=True)
     return step
 
