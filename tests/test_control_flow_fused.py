@@ -190,3 +190,23 @@ def test_new_values_each_call():
     for scale in (1.0, 1.1, 0.9):
         np.testing.assert_allclose(f(P * scale)[0], _numpy_rk4(P * scale, np.ones(2), 30),
                                    rtol=1e-12)
+
+
+@pytest.mark.parametrize("target", ["cpu", "parallel"])
+def test_explain_names_the_loop(target):
+    p = sg.placeholder("p", (4,))
+    u, _ = sg.scan(lambda u, _: (_rk4(p, u), None), sg.constant([1.0, 1.0]), length=12)
+    loss = sg.reduce_sum(u * u)
+    outs = [loss, sg.gradients(loss, [p])[0]]
+    f = sg.function([p], outs, target=target)
+    text = f.explain()
+    assert text.count("one njit loop over the body's scalar kernel") == 3, text
+    got = f(P)
+    want = sg.evaluate(outs, {p: P})
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    w = sg.placeholder("w", (100,))
+    c, _ = sg.scan(lambda c, _: (c * sg.sin(w), None), sg.constant(np.ones(100)), length=3)
+    g = sg.function([w], [c], target=target)
+    assert "Python loop over the compiled body: the body compiled to 0 scalar kernels" in \
+        g.explain()

@@ -19,7 +19,7 @@ from ...control.records import run_scan, run_while
 from . import fused
 from .state import is_dry_run
 
-__all__ = ["compiled_body", "scan_step", "while_step"]
+__all__ = ["compiled_body", "loop_place", "scan_step", "while_step"]
 
 
 def _clone(body: Body) -> tuple:
@@ -59,15 +59,38 @@ def _dry_value(tensor: Tensor) -> np.ndarray:
     return np.zeros(shape, tensor.dtype)
 
 
+def loop_place(node, target: str) -> str:
+    """How a scan step runs, for ``f.explain()`` ("" for any other step): one fused njit
+    loop, or the Python loop over the compiled body and why."""
+    tensor = getattr(node, "tensor", None)
+    if tensor is None or tensor.op.compiled_step != "symgrad.compile.loops.cpu:scan_step":
+        return ""
+    a = tensor.attrs
+    if a["replay"] is not None:
+        return "Python loop over the compiled body (replays checkpointed segments)"
+    if not fused.ENABLED:
+        return "Python loop over the compiled body (fused loops off)"
+    run = (a["body"].compiled or {}).get(target)
+    held = getattr(getattr(run, "function_", None), "fused_scan_", None)
+    if held is None:
+        return "Python loop over the compiled body"
+    if held[1].loop is not None:
+        return "one njit loop over the body's scalar kernel"
+    return f"Python loop over the compiled body: {held[1].reason}"
+
+
 def scan_step(tensor: Tensor, target: str, function: Callable) -> Callable:
     a = tensor.attrs
     body = a["body"]
 
     def step(*args):
         run = compiled_body(body, target, function)
-        if is_dry_run():
-            return _dry_value(tensor)
         replay = a["replay"]
+        if is_dry_run():
+            if replay is None and fused.ENABLED:
+                fused.compile_now(fused.fused_scan(body, run, a["n_carry"], a["n_x"]),
+                                  a["n_carry"], a["n_x"])
+            return _dry_value(tensor)
         run_replay = compiled_body(replay["body"], target, function) if replay else None
         key = ("scan", a["n_carry"], a["n_x"], a["length"], a["reverse"], a["checkpoint"],
                repr(replay))

@@ -191,3 +191,13 @@ def run_fused(fused: FusedScan, args: tuple, n_carry: int, n_x: int, length, rev
     finals = fused.loop(steps, bool(reverse), k, *carries, *xs, *values[n_carry + n_x:],
                         *ys, *hist)
     return [np.asarray(c) for c in finals] + ys + hist
+
+
+def compile_now(fused: FusedScan, n_carry: int, n_x: int) -> None:
+    """Compile the loop (a call of zero steps on dummy arrays) during ``sg.function``'s dry
+    run, so the first real call runs compiled code."""
+    if fused.loop is None:
+        return
+    args = [np.zeros(((0,) if n_carry <= k < n_carry + n_x else ()) + s, d)
+            for k, (s, d) in enumerate(fused.inputs)]
+    run_fused(fused, tuple(args), n_carry, n_x, 0, False, None)
