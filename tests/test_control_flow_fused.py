@@ -210,3 +210,20 @@ def test_explain_names_the_loop(target):
     g = sg.function([w], [c], target=target)
     assert "Python loop over the compiled body: the body compiled to 0 scalar kernels" in \
         g.explain()
+
+
+@pytest.mark.parametrize("into", [True, False])
+def test_results_into_buffers_or_new_arrays(into):
+    """The kernel's ``_into`` form (buffers made once) and its allocating form agree."""
+    p, xs = sg.placeholder("p", (4,)), sg.placeholder("xs", (6,))
+    old = fused.INTO
+    fused.INTO = into
+    try:
+        (u, s), ys = sg.scan(lambda c, x: ((_rk4(p, c[0]) * (1.0 + 0.1 * x), c[1] * x + c[0][1]),
+                                           c[1] * c[0]), (sg.constant([1.0, 0.9]), sg.constant(0.5)), xs)
+        loss = sg.reduce_sum(u * u) + s + sg.reduce_sum(ys)
+        outs = [loss, u, s, ys] + sg.gradients(loss, [p, xs])
+        _, states = _check([p, xs], outs, (P, np.linspace(0.1, 0.6, 6)))
+    finally:
+        fused.INTO = old
+    assert all(st.into == into for st in states)

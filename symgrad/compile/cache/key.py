@@ -27,7 +27,7 @@ from . import modules as cache
 
 __all__ = ["CODEGEN_VERSION", "compile_key"]
 
-CODEGEN_VERSION = "7"    # scalar kernels; reuse fix (no store into a buffer read through a view); scalar fast path
+CODEGEN_VERSION = "8"    # scalar kernels; reuse fix; scalar fast path; _s<i>_into (fused loops)
 
 
 def compile_key(graph, target: str, mode: OutputMode, math: str) -> str:

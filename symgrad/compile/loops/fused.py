@@ -30,13 +30,17 @@ __all__ = ["ENABLED", "FusedScan", "fused_scan"]
 
 ENABLED = True
 """False: every loop runs the Python loop over the compiled body (``cpu.py``)."""
+INTO = True
+"""The kernel's ``_s<i>_into`` form (results into buffers made once), where the body's
+module has it and no carry is set to another carry; False: ``_s<i>``, new arrays a step."""
 
 
 class FusedScan:
     """The fused loop of one body (``loop`` None where it cannot be, ``reason`` says why)."""
 
-    def __init__(self, loop=None, reason: str = "", inputs: tuple = (), outputs: tuple = ()):
-        self.loop, self.reason = loop, reason
+    def __init__(self, loop=None, reason: str = "", inputs: tuple = (), outputs: tuple = (),
+                 into: bool = False):
+        self.loop, self.reason, self.into = loop, reason, into
         self.inputs = inputs        # (shape, dtype) of every body input then capture
         self.outputs = outputs      # (shape, dtype) of every body output
 
@@ -80,7 +84,7 @@ def _static(t) -> bool:
 
 
 def _source(module: str, function: str, n_carry: int, n_x: int, n_cap: int, args: list,
-            sources: list, ndims: list, out_ndims: list) -> str:
+            sources: list, ndims: list, out_ndims: list, into: Optional[list] = None) -> str:
     """The loop module: ``loop_(steps, reverse, k, carries, xs, captures, ys, hists)``."""
     names = [f"c{j}" for j in range(n_carry)] + [f"x{j}" for j in range(n_x)]
     names += [f"p{j}" for j in range(n_cap)]
@@ -101,17 +105,31 @@ def _source(module: str, function: str, n_carry: int, n_x: int, n_cap: int, args
 
     outs = [f"y{j}" for j in range(n_y)] + [f"h{j}" for j in range(n_carry)]
     lines = ["import sys", "", "import numba", "import numpy as np", "",
-             f"K_ = sys.modules[{module!r}].{function}", "", "",
+             f"K_ = sys.modules[{module!r}].{function}{'_into' if into else ''}", "", "",
              "@numba.njit(cache=NUMBA_CACHE, error_model='numpy')",
-             f"def loop_(steps, reverse, k, {', '.join(names + outs)}):",
-             "    for s in range(steps):",
+             f"def loop_(steps, reverse, k, {', '.join(names + outs)}):"]
+    if into:                       # the kernel writes into buffers R<j> made once
+        lines += [f"    R{j} = np.empty({shape!r}, np.{dtype})"
+                  for j, (shape, dtype) in enumerate(into)]
+
+        def value(src) -> str:     # noqa: F811 (a result is its buffer)
+            return f"R{src[1]}" if src[0] == "k" else read[src[1]]
+    lines += ["    for s in range(steps):",
              "        t = steps - 1 - s if reverse else s",
              "        if s % k == 0:",
              "            i = s // k if k > 1 else t"]
     lines += [f"            h{j}[i] = {whole(f'c{j}', ndims[j])}" for j in range(n_carry)]
-    lines.append(f"        r_ = K_({', '.join(read[a] for a in args)}{',' * (len(args) == 1)})")
     ys = [f"        y{j}[t] = {whole(value(sources[n_carry + j]), out_ndims[n_carry + j])}"
           for j in range(n_y)]
+    if into:
+        buffers = "".join(f", R{j}" for j in range(len(into)))
+        lines.append(f"        K_({', '.join(read[a] for a in args)}{buffers})")
+        lines += ys
+        lines += [f"        c{j}[{'()' if ndims[j] == 0 else ':'}] = "
+                  f"{whole(value(sources[j]), ndims[j])}" for j in range(n_carry)]
+        lines.append(f"    return ({''.join(f'c{j}, ' for j in range(n_carry)).rstrip(' ')})")
+        return "\n".join(lines) + "\n"
+    lines.append(f"        r_ = K_({', '.join(read[a] for a in args)}{',' * (len(args) == 1)})")
     lines += ys      # ys read the carries entering the step (when a y is a carry input)
     if n_carry:
         lines.append(f"        {', '.join(f'c{j}' for j in range(n_carry))}, = "
@@ -153,8 +171,13 @@ def _make(body, f, n_carry: int, n_x: int) -> FusedScan:
         return FusedScan(reason="the body's module has no scalar function")
     n_cap = len(body.captures)
     ndims = [len(t.shape) for t in tensors]
+    into = None        # results written into buffers: no allocation per step
+    region = kernel.attrs.get("region")
+    if INTO and hasattr(f.module, function + "_into") and region is not None and \
+            not any(s == "i" and k < n_carry for s, k in sources[:n_carry]):
+        into = [(tuple(o.shape), o.dtype.name) for o in region.outputs]
     text = _source(module, function, n_carry, n_x, n_cap, args, sources, ndims,
-                   [len(o.shape) for o in body.outputs])
+                   [len(o.shape) for o in body.outputs], into)
     key = hashlib.sha256(("fused scan loop\n" + text).encode()).hexdigest()
     try:
         loop_module, _, _ = load_or_build(key, lambda: text)
@@ -162,7 +185,7 @@ def _make(body, f, n_carry: int, n_x: int) -> FusedScan:
         return FusedScan(reason=f"the loop module did not load ({type(exc).__name__})")
     loop_module.BODY_FUNCTION_ = f          # the body's module stays loaded with the loop
     return FusedScan(loop_module.loop_, "", tuple((t.shape, t.dtype) for t in tensors),
-                     tuple((o.shape, o.dtype) for o in body.outputs))
+                     tuple((o.shape, o.dtype) for o in body.outputs), into is not None)
 
 
 def run_fused(fused: FusedScan, args: tuple, n_carry: int, n_x: int, length, reverse: bool,
