@@ -227,3 +227,25 @@ def test_results_into_buffers_or_new_arrays(into):
     finally:
         fused.INTO = old
     assert all(st.into == into for st in states)
+
+
+def test_a_loop_numba_cannot_compile_falls_back(monkeypatch):
+    """A fused loop whose compile fails leaves the Python loop running, with the reason."""
+    from numba.core.errors import TypingError
+
+    def broken(*args):
+        raise TypingError("no")
+    made = fused._make
+
+    def make(*args):
+        out = made(*args)
+        if out.loop is not None:
+            out.loop = broken
+        return out
+    monkeypatch.setattr(fused, "_make", make)
+    p = sg.placeholder("p", (4,))
+    u, _ = sg.scan(lambda u, _: (_rk4(p, u) * 0.999, None), sg.constant([1.0, 1.0]), length=9)
+    f = sg.function([p], [u])
+    np.testing.assert_allclose(f(P)[0], sg.evaluate(u, {p: P}), rtol=1e-12)
+    (state,) = {id(s): s for s in _states([u])}.values()
+    assert state.loop is None and "numba could not compile" in state.reason

@@ -22,6 +22,8 @@ from typing import Optional
 
 import numpy as np
 
+from numba.core.errors import NumbaError
+
 from ...errors import ShapeError
 from ..cache.modules import load_or_build
 from ..scalar import SCALAR_KERNEL, SCALAR_OUTPUT
@@ -211,8 +213,13 @@ def run_fused(fused: FusedScan, args: tuple, n_carry: int, n_x: int, length, rev
     carries = [np.array(c, copy=True) for c in values[:n_carry]]
     ys = [np.empty((steps,) + s, d) for s, d in fused.outputs[n_carry:]]
     hist = [np.empty(((steps + k - 1) // k,) + c.shape, c.dtype) for c in carries]
-    finals = fused.loop(steps, bool(reverse), k, *carries, *xs, *values[n_carry + n_x:],
-                        *ys, *hist)
+    try:
+        finals = fused.loop(steps, bool(reverse), k, *carries, *xs, *values[n_carry + n_x:],
+                            *ys, *hist)
+    except NumbaError as exc:           # numba could not compile it: the Python loop runs
+        fused.loop = None
+        fused.reason = f"numba could not compile the fused loop ({type(exc).__name__})"
+        return None
     return [np.asarray(c) for c in finals] + ys + hist
 
 
