@@ -219,8 +219,9 @@ def test_results_into_buffers_or_new_arrays(into):
     old = fused.INTO
     fused.INTO = into
     try:
-        (u, s), ys = sg.scan(lambda c, x: ((_rk4(p, c[0]) * (1.0 + 0.1 * x), c[1] * x + c[0][1]),
-                                           c[1] * c[0]), (sg.constant([1.0, 0.9]), sg.constant(0.5)), xs)
+        def body(c, x):
+            return (_rk4(p, c[0]) * (1.0 + 0.1 * x), c[1] * x + c[0][1]), c[1] * c[0]
+        (u, s), ys = sg.scan(body, (sg.constant([1.0, 0.9]), sg.constant(0.5)), xs)
         loss = sg.reduce_sum(u * u) + s + sg.reduce_sum(ys)
         outs = [loss, u, s, ys] + sg.gradients(loss, [p, xs])
         _, states = _check([p, xs], outs, (P, np.linspace(0.1, 0.6, 6)))

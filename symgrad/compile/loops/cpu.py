@@ -3,8 +3,10 @@
 The loop record names ``scan_step`` / ``while_step`` (``OpDef.compiled_step``); the
 generated driver calls the callable they return where it would call the numpy forward.
 The body graph is cloned with its captures as placeholders and compiled with
-``sg.function`` (same target, passed down by the entry) the first time the loop runs; every step calls that one
-compiled function, so compile time does not depend on the trip count.
+``sg.function`` (same target, passed down by the entry) the first time the loop runs, so
+compile time does not depend on the trip count. A scan whose body compiled to one scalar
+kernel runs as one njit loop (``fused.py``); otherwise every step calls that compiled
+function from a Python loop (``records.run_scan`` / ``run_while``).
 """
 
 from __future__ import annotations
