@@ -1,9 +1,13 @@
 """Loops that stay loops: RK4 Lotka-Volterra with sg.fori_loop and sg.scan (value +
 gradient of the final state's squared norm), compile + first call and per call, at 2,000
 and 20,000 steps; the same written as an unrolled Python for loop of 50 steps (compile
-time). JAX side by side when importable.
+time); ``hand``: the same value and gradient written by hand in numba (rk4_hand.py). The
+loops' bodies are one scalar kernel each, so they run as fused njit loops
+(compile/loops/fused.py); ``--python-loop`` times the Python loop over the compiled body
+instead. JAX side by side when importable.
 
-    python -m benchmarks.programs [--small] [kind:steps ...]   (writes results/programs.json)
+    python -m benchmarks.programs [--small] [--python-loop] [kind:steps ...]
+    (writes results/programs.json)
 """
 
 from __future__ import annotations
@@ -49,7 +53,24 @@ def build(kind: str, steps: int):
     return p, [loss, sg.gradients(loss, [p])[0]]
 
 
+def measure_hand(steps: int, repeats: int = 3) -> dict:
+    from .rk4_hand import value_and_grad
+    t = time.perf_counter()
+    value_and_grad(P, np.ones(2), H, steps)
+    first = time.perf_counter() - t
+    times = []
+    for r in range(repeats):
+        t = time.perf_counter()
+        value_and_grad(P * (1.0 + 1e-9 * (r + 1)), np.ones(2), H, steps)
+        times.append(time.perf_counter() - t)
+    return {"kind": "hand", "steps": steps, "compile_and_first_s": first,
+            "per_call_s": min(times), "loop": "numba by hand"}
+
+
 def measure(kind: str, steps: int, repeats: int = 3) -> dict:
+    if kind == "hand":
+        return measure_hand(steps, repeats)
+    from symgrad.compile.loops import fused
     p, outs = build(kind, steps)
     t = time.perf_counter()
     f = sg.function([p], outs)
@@ -61,16 +82,20 @@ def measure(kind: str, steps: int, repeats: int = 3) -> dict:
         t = time.perf_counter()
         f(q)
         times.append(time.perf_counter() - t)
+    loop = "unrolled" if kind == "python_for" else "fused" if fused.ENABLED else "python"
     return {"kind": kind, "steps": steps, "compile_and_first_s": first,
-            "per_call_s": min(times)}
+            "per_call_s": min(times), "loop": loop}
 
 
 def main() -> None:
     small = "--small" in sys.argv
+    if "--python-loop" in sys.argv:
+        from symgrad.compile.loops import fused
+        fused.ENABLED = False
     only = [a for a in sys.argv[1:] if not a.startswith("--")]
-    cases = [("fori_loop", 200), ("scan", 200), ("python_for", 20)] if small else \
-        [("fori_loop", 2000), ("scan", 2000), ("fori_loop", 20000), ("scan", 20000),
-         ("python_for", 50)]
+    cases = [("fori_loop", 200), ("scan", 200), ("hand", 200), ("python_for", 20)] if small \
+        else [("fori_loop", 2000), ("scan", 2000), ("hand", 2000), ("fori_loop", 20000),
+              ("scan", 20000), ("hand", 20000), ("python_for", 50)]
     try:
         import jax  # noqa: F401
         print("jax importable: side-by-side JAX rows not written yet")
@@ -79,10 +104,10 @@ def main() -> None:
     if only:                                   # e.g. scan:2000 fori_loop:200
         cases = [(a.split(":")[0], int(a.split(":")[1])) for a in only]
     rows = [measure(k, n) for k, n in cases]
-    print(f"{'kind':12}{'steps':>8}{'compile+1st s':>15}{'per call s':>12}")
+    print(f"{'kind':12}{'steps':>8}{'loop':>15}{'compile+1st s':>15}{'per call ms':>13}")
     for r in rows:
-        print(f"{r['kind']:12}{r['steps']:>8}{r['compile_and_first_s']:>15.3f}"
-              f"{r['per_call_s']:>12.4f}")
+        print(f"{r['kind']:12}{r['steps']:>8}{r['loop']:>15}{r['compile_and_first_s']:>15.3f}"
+              f"{r['per_call_s'] * 1e3:>13.3f}")
     path = os.path.join(os.path.dirname(__file__), "results", "programs.json")
     with open(path, "w") as fh:
         json.dump(rows, fh, indent=1)

@@ -16,8 +16,10 @@ COMPILE = Path(compile_package.__file__).parent
 
 # Rooms from the top (entry) down: a module may import its own room and any room below it.
 # scalar/ sits above codegen and plan: it reads folded graphs and lowers with their rules.
-ROOMS = ["(top)", "targets", "cuda", "runtime", "cpu", "cache", "nest", "scalar", "codegen",
-         "plan", "printing", "kernel_lib", "loops", "linalg"]
+# loops/ sits below cpu/ (the eager compile reads its dry-run flag) and above cache/ and
+# scalar/: a loop whose body is one scalar kernel writes its fused loop module.
+ROOMS = ["(top)", "targets", "cuda", "runtime", "cpu", "loops", "cache", "nest", "scalar",
+         "codegen", "plan", "printing", "kernel_lib", "linalg"]
 # Imports that still run upward, each named (docs/compiler.md "Known upward imports").
 UPWARD = {
     "cuda.driver -> targets", "cuda.runtime -> targets",   # the CUDA backend reads its target

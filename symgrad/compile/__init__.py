@@ -8,6 +8,7 @@ bottom, checked by tests/test_compile_structure.py)::
     cuda/         the CUDA backend (kernels, driver, device steps, runtime)
     cpu/          the CPU backend: module driver, nest loop writer, workspaces, eager compile
     runtime/      CompiledFunction (compiled.py), shape variants, f.explain()
+    loops/        loops that stay loops: a Python loop over the body, or one njit loop
     cache/        module files by key, trust (authenticated files), warm records
     nest/         which chains become loop nests (match), what a nest is (ir), pair rules
     scalar/       small static regions as one straight-line kernel (docs/scalar_code.md)
@@ -15,7 +16,7 @@ bottom, checked by tests/test_compile_structure.py)::
     plan/         fold, rewrite, hoist, regions (kernels and steps), scatter, gather, masks
     printing/     scalar sympy -> numba text (printer, powers, rootcmp)
     kernel_lib/   what generated code imports: support, vecmath, threaded_matmul
-    loops/ linalg/   rooms for loops, linear algebra
+    linalg/       linear algebra
 
 The plan (for a new target such as CUDA)
 ----------------------------------------

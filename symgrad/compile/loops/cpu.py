@@ -3,8 +3,10 @@
 The loop record names ``scan_step`` / ``while_step`` (``OpDef.compiled_step``); the
 generated driver calls the callable they return where it would call the numpy forward.
 The body graph is cloned with its captures as placeholders and compiled with
-``sg.function`` (same target, passed down by the entry) the first time the loop runs; every step calls that one
-compiled function, so compile time does not depend on the trip count.
+``sg.function`` (same target, passed down by the entry) the first time the loop runs, so
+compile time does not depend on the trip count. A scan whose body compiled to one scalar
+kernel runs as one njit loop (``fused.py``); otherwise every step calls that compiled
+function from a Python loop (``records.run_scan`` / ``run_while``).
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import numpy as np
 from ...graph.tensor import Tensor
 from ...control.body import Body, stand_in
 from ...control.records import run_scan, run_while
+from . import fused
 from .state import is_dry_run
 
-__all__ = ["compiled_body", "scan_step", "while_step"]
+__all__ = ["compiled_body", "loop_place", "scan_step", "while_step"]
 
 
 def _clone(body: Body) -> tuple:
@@ -45,6 +48,7 @@ def compiled_body(body: Body, target: str, function: Callable) -> Callable:
 
         def run(values, caps, f=f):
             return f(*values, *caps)
+        run.function_ = f
         cache[target] = run
     return cache[target]
 
@@ -57,21 +61,54 @@ def _dry_value(tensor: Tensor) -> np.ndarray:
     return np.zeros(shape, tensor.dtype)
 
 
+def loop_place(node, target: str) -> str:
+    """How a scan step runs, for ``f.explain()`` ("" for any other step): one fused njit
+    loop, or the Python loop over the compiled body and why."""
+    tensor = getattr(node, "tensor", None)
+    if tensor is None or tensor.op.compiled_step != "symgrad.compile.loops.cpu:scan_step":
+        return ""
+    a = tensor.attrs
+    if a["replay"] is not None:
+        return "Python loop over the compiled body (replays checkpointed segments)"
+    if not fused.ENABLED:
+        return "Python loop over the compiled body (fused loops off)"
+    run = (a["body"].compiled or {}).get(target)
+    held = getattr(getattr(run, "function_", None), "fused_scan_", None)
+    if held is None:
+        return "Python loop over the compiled body"
+    if held[1].loop is not None:
+        return "one njit loop over the body's scalar kernel"
+    return f"Python loop over the compiled body: {held[1].reason}"
+
+
 def scan_step(tensor: Tensor, target: str, function: Callable) -> Callable:
     a = tensor.attrs
     body = a["body"]
 
     def step(*args):
         run = compiled_body(body, target, function)
-        if is_dry_run():
-            return _dry_value(tensor)
         replay = a["replay"]
+        if is_dry_run():
+            if replay is None and fused.ENABLED:
+                fused.compile_now(fused.fused_scan(body, run, a["n_carry"], a["n_x"]),
+                                  a["n_carry"], a["n_x"])
+            return _dry_value(tensor)
         run_replay = compiled_body(replay["body"], target, function) if replay else None
         key = ("scan", a["n_carry"], a["n_x"], a["length"], a["reverse"], a["checkpoint"],
                repr(replay))
-        results = body.memo(args, key, lambda: run_scan(
-            body, args, a["n_carry"], a["n_x"], a["length"], a["reverse"], run=run,
-            checkpoint=a["checkpoint"], replay=replay, run_replay=run_replay))
+
+        def compute():
+            if replay is None and fused.ENABLED:
+                loop = fused.fused_scan(body, run, a["n_carry"], a["n_x"])
+                if loop.loop is not None:
+                    done = fused.run_fused(loop, args, a["n_carry"], a["n_x"], a["length"],
+                                           a["reverse"], a["checkpoint"])
+                    if done is not None:
+                        return done
+            return run_scan(body, args, a["n_carry"], a["n_x"], a["length"], a["reverse"],
+                            run=run, checkpoint=a["checkpoint"], replay=replay,
+                            run_replay=run_replay)
+        results = body.memo(args, key, compute)
         return np.array(results[a["index"]], copy=True)
     return step
 

@@ -160,8 +160,22 @@ def lower_region(region: ScalarRegion) -> LoweredRegion:
                   for index in np.ndindex(*array.shape)]
         names.append(f"o{j}")
     lines.append(f"    return ({''.join(n + ', ' for n in names).rstrip(' ')})")
-    return LoweredRegion(region, "\n".join(head + ["", ""] * bool(head) + lines), exprs,
-                         len(statements))
+    into = _into(lines, name, len(names))
+    return LoweredRegion(region, "\n".join(head + ["", ""] * bool(head) + into + ["", ""] +
+                                            lines), exprs, len(statements))
+
+
+def _into(lines: list, name: str, n_out: int) -> list:
+    """``<name>_into(a..., o0, o1, ...)``: the same function writing its results into the
+    arrays it is given (a fused loop's buffers, ``compile/loops/fused.py``; every element
+    is read before any is written, so an output may be an input)."""
+    outs = "".join(f", o{j}" for j in range(n_out))
+    head = lines[1].replace(f"def {name}(", f"def {name}_into(")
+    head = head.replace("():", f"({outs[2:]}):") if head.endswith("():") else \
+        head.replace("):", f"{outs}):")
+    out = [lines[0], head]
+    out += [x for x in lines[2:-1] if " = np.empty(" not in x]
+    return out
 
 
 def region_summary(region: ScalarRegion) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..loops.cpu import loop_place
 from ..plan.oprules import threads_matmul
 from .base import Target
 
@@ -19,7 +20,7 @@ class HostTarget(Target):
     def step_place(self, node) -> str:
         if self.threads and threads_matmul(node):
             return "numpy, split over the thread pool when large"
-        return super().step_place(node)
+        return loop_place(node, self.name) or super().step_place(node)
 
 
 CPU = HostTarget("cpu")
