@@ -73,27 +73,8 @@ def _free_nodes(outputs: list, inputs: list, since: int, outside: set) -> tuple:
     for o in outputs:
         if not inside[id(o)]:
             captures.setdefault(id(o), o)
-    return _between(outputs, declared | set(captures)), list(captures.values())
-
-
-def _between(outputs: list, stop: set) -> list:
-    """Topological order of the nodes above ``stop`` (the stop nodes excluded)."""
-    order, seen = [], set(stop)
-    for root in outputs:
-        if id(root) in seen:
-            continue
-        stack = [(root, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if expanded:
-                order.append(node)
-                continue
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            stack.append((node, True))
-            stack.extend((i, False) for i in reversed(node.inputs) if id(i) not in seen)
-    return order
+    return (topological_order(outputs, stop=list(inputs) + list(captures.values())),
+            list(captures.values()))
 
 
 def _same(kept: np.ndarray, value) -> bool:

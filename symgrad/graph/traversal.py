@@ -8,10 +8,11 @@ from ..errors import GraphError
 from .tensor import Tensor
 
 
-def topological_order(outputs: Iterable[Tensor]) -> list:
-    """Every ancestor of ``outputs`` (themselves included), inputs before consumers."""
+def topological_order(outputs: Iterable[Tensor], stop: Iterable[Tensor] = ()) -> list:
+    """Every ancestor of ``outputs`` (themselves included), inputs before consumers; the
+    walk does not enter the nodes of ``stop`` (nor lists them)."""
     order: list = []
-    seen: set = set()
+    seen: set = {id(t) for t in stop}
     for root in outputs:
         if root is None or id(root) in seen:
             continue

@@ -37,7 +37,7 @@ from ...ops.indexing import records as I
 from ...ops.layout import records as L
 from ...ops.reductions import records as R
 from ...ops.symbols import dtype_kind
-from ..codegen.lower import node_expression, node_formula
+from ..codegen.lower import _attrs_key, node_expression, node_formula
 from ..printing.printer import ZERO, number
 
 __all__ = ["ELEMENT_RULES", "ElementCode", "region_code"]
@@ -47,19 +47,6 @@ def _symbol(name: str, dtype) -> sp.Symbol:
     kind = dtype_kind(dtype)
     return sp.Symbol(name, real=True) if kind == "f" else \
         sp.Symbol(name, integer=True) if kind == "i" else sp.Symbol(name)
-
-
-def _attrs_key(attrs: dict) -> tuple:
-    """A hashable key of a node's attributes (sympy formulas by their structural hash)."""
-    items = []
-    for name in sorted(attrs):
-        item = attrs[name]
-        try:
-            hash(item)
-        except TypeError:
-            item = repr(item)
-        items.append((name, type(item), item))
-    return tuple(items)
 
 
 def _numpy_forward(node, args: list) -> np.ndarray:
