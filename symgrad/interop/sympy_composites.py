@@ -1,6 +1,7 @@
 """sympy functions that ``sg.from_sympy`` writes with several symgrad ops (no record of
 their own): reciprocal trigonometric and hyperbolic functions, ``sinc``, ``Heaviside``,
-``gamma``, ``factorial``, ``besselj`` of integer order and the principal branch of
+``gamma``, ``factorial``, ``polygamma(n, x)`` for an integer ``n > 0`` (an internal
+record), ``besselj`` of integer order and the principal branch of
 ``LambertW``. Each builder receives the converter (``call(name, *inputs)`` applies
 ``sg.<name>`` to tensors and numbers) and the node's converted arguments; its gradients
 are those of the ops it is written with (``LambertW``: a custom gradient,
@@ -8,8 +9,8 @@ are those of the ops it is written with (``LambertW``: a custom gradient,
 differentiated again).
 
 * ``sec = 1/cos``, ``csc = 1/sin``, ``cot = cos/sin``, ``sech = 1/cosh``, ``csch = 1/sinh``,
-  ``coth = 1/tanh``; ``acot(x) = sign-choice pi/2 - atan(x)`` (sympy's branch: ``acot(0) =
-  pi/2``), ``asec(x) = acos(1/x)``, ``acsc(x) = asin(1/x)``, ``acoth(x) = atanh(1/x)``,
+  ``coth = 1/tanh``; ``acot(x) = +-pi/2 - atan(x)`` (``-pi/2`` for ``x < 0``: ``atan(1/x)``, with
+  sympy's ``acot(0) = pi/2`` and a finite gradient at 0), ``asec(x) = acos(1/x)``, ``acsc(x) = asin(1/x)``, ``acoth(x) = atanh(1/x)``,
   ``asech(x) = acosh(1/x)``, ``acsch(x) = asinh(1/x)``;
 * ``sinc(x) = sin(x)/x`` (sympy's unnormalised sinc, numpy's ``sinc(x/pi)``), a Taylor
   polynomial for ``|x| < 1e-3`` so that every derivative is right at 0;
@@ -27,10 +28,12 @@ differentiated again).
 >>> x = sp.Symbol("x")
 >>> X = sg.placeholder("X", shape=(3,))
 >>> t = sg.from_sympy(sp.Matrix([sp.sec(x), sp.gamma(x), sp.LambertW(x)]), {x: X})
->>> sg.evaluate(t, {X: [0.5, 1.0, sp.E.evalf()]}).round(6)
-array([[1.139494, 1.850816, 2.202685],
-       [1.772454, 1.      , 1.53132 ],
-       [0.351734, 0.567143, 1.      ]])
+>>> t.shape
+(3, 1, 3)
+>>> sg.evaluate(t, {X: [0.5, 1.0, 2.718281828459045]})[:, 0].round(6)
+array([[ 1.139494,  1.850816, -1.096811],
+       [ 1.772454,  1.      ,  1.567468],
+       [ 0.351734,  0.567143,  1.      ]])
 """
 
 from __future__ import annotations
@@ -146,9 +149,19 @@ def _lambertw(c, x, branch=None):
     return out["w"]
 
 
+def _polygamma(c, order, x):
+    from ..ops.elementwise.records import polygamma    # internal record: an integer order
+    return c.apply(polygamma, [x, np.int64(int(order))])
+
+
 def _integer_order(node: sp.Basic) -> bool:
     order = node.args[0]
     return bool(order.is_Integer)
+
+
+def _natural_order(node: sp.Basic) -> bool:
+    order = node.args[0]
+    return bool(order.is_Integer and order >= 0)
 
 
 COMPOSITES: dict = {
@@ -158,19 +171,20 @@ COMPOSITES: dict = {
     sp.acoth: _of_reciprocal("arctanh"), sp.asech: _of_reciprocal("arccosh"),
     sp.acsch: _of_reciprocal("arcsinh"), sp.sinc: _sinc, sp.Heaviside: _heaviside,
     sp.gamma: _gamma, sp.factorial: _factorial, sp.besselj: _besselj, sp.LambertW: _lambertw,
+    sp.polygamma: _polygamma,
 }
 """``{sympy class: builder(converter, *converted args)}``."""
 
-NUMBER_ARGS = {sp.besselj: (0,), sp.Heaviside: (1,), sp.LambertW: (1,)}
+NUMBER_ARGS = {sp.besselj: (0,), sp.polygamma: (0,), sp.Heaviside: (1,), sp.LambertW: (1,)}
 """Arguments that must be numbers (an integer order, ``h0``, a branch): passed as Python
 numbers, never as tensors."""
 
-ACCEPTS: dict = {sp.besselj: (_integer_order, "integer orders n only (besselj(n, x))")}
+ACCEPTS: dict = {sp.besselj: (_integer_order, "integer orders n only (besselj(n, x))"),
+                 sp.polygamma: (_natural_order, "integer orders n >= 0 only")}
 """Conditions on a node beyond its head, with what the error says when they fail."""
 
 NEAREST: dict = {
     "DiracDelta": "it is 0 away from 0: drop the term, or write the jump with Heaviside",
-    "polygamma": "polygamma(0, x) (digamma) is supported; rewrite higher orders with it",
     "Xor": "write it with And/Or/Not: (a | b) & ~(a & b)",
     "Integral": "evaluate it first with expr.doit(), or integrate with sg.odeint",
     "bessely": "besselj(n, x) of integer order n is supported",

@@ -206,6 +206,8 @@ class _Converter:
             for arg in node.args[1:]:
                 result = self.apply(binary.op, [result, value_of[arg]])
             return result
+        if head in composites.COMPOSITES and composites.accepts(node):
+            return composites.build(self, node, [value_of[a] for a in node.args])
         raise NotImplementedError(composites.unsupported(node, _text(node, 40)))
 
     def power(self, base: Any, exponent: sp.Basic) -> Any:

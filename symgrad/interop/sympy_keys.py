@@ -11,7 +11,7 @@ whole and never becomes the derivative of a symbol (0).
 >>> t = dynamicsymbols._t
 >>> expr, mapping = plain_keys(sp.sin(q) * q.diff(t) + u, {q: 1.0, q.diff(t): 2.0, u: 3.0})
 >>> sorted(str(k) for k in mapping), all(isinstance(k, sp.Symbol) for k in mapping)
-(['Derivative(q(t), t)', 'q(t)', 'u(t)'], True)
+(['_Derivative(q(t), t)', '_q(t)', '_u(t)'], True)
 >>> expr.free_symbols == set(mapping)
 True
 """
