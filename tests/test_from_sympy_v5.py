@@ -6,6 +6,9 @@ against central differences of the lambdified function, and a ``sympy.physics.me
 
 from __future__ import annotations
 
+import pathlib
+import re
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -208,3 +211,15 @@ def test_kanes_method_model_rhs_and_jacobian_match_lambdify():
                                  fn(state, 2.0)):
             np.testing.assert_allclose(got_rhs, want, rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(got_jac, differences, rtol=1e-6, atol=1e-6)
+
+
+def test_docs_list_every_composite_and_their_python_blocks_run():
+    from symgrad.interop.sympy_composites import COMPOSITES
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "from_sympy.md").read_text()
+    table = text[text.index("Written with several ops"):text.index("Not covered")]
+    missing = [head.__name__ for head in COMPOSITES if f"`{head.__name__}`" not in table]
+    assert missing == []
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) >= 2
+    for block in blocks:
+        exec(compile(block, "docs/from_sympy.md", "exec"), {})
