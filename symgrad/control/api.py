@@ -219,9 +219,10 @@ def _check_bound(value: Any, what: str) -> None:
         if dtype.kind in "iu":
             return
         kind = type(value).__name__ if isinstance(value, (float, np.floating)) else dtype.name
+    example = 3 if what == "upper" else 0
     raise TypeError(f"sg.fori_loop: {what} must be an int or an integer scalar Tensor, got "
-                    f"{kind} {_short(value)}; pass an int (e.g. {what}={3 if what == 'upper' else 0}) or cast it with "
-                    "sg.cast(..., 'int64')")
+                    f"{kind} {_short(value)}; pass an int (e.g. {what}={example}) or cast it "
+                    "with sg.cast(..., 'int64')")
 
 
 def _short(value: Any) -> str:

@@ -10,7 +10,8 @@ differentiated again).
 
 * ``sec = 1/cos``, ``csc = 1/sin``, ``cot = cos/sin``, ``sech = 1/cosh``, ``csch = 1/sinh``,
   ``coth = 1/tanh``; ``acot(x) = +-pi/2 - atan(x)`` (``-pi/2`` for ``x < 0``: ``atan(1/x)``, with
-  sympy's ``acot(0) = pi/2`` and a finite gradient at 0), ``asec(x) = acos(1/x)``, ``acsc(x) = asin(1/x)``, ``acoth(x) = atanh(1/x)``,
+  sympy's ``acot(0) = pi/2`` and a finite gradient at 0), ``asec(x) = acos(1/x)``,
+  ``acsc(x) = asin(1/x)``, ``acoth(x) = atanh(1/x)``,
   ``asech(x) = acosh(1/x)``, ``acsch(x) = asinh(1/x)``;
 * ``sinc(x) = sin(x)/x`` (sympy's unnormalised sinc, numpy's ``sinc(x/pi)``), a Taylor
   polynomial for ``|x| < 1e-3`` so that every derivative is right at 0;

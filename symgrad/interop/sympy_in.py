@@ -10,7 +10,10 @@ DAG's size, iterative (no recursion limit), never calling ``sympy.simplify``.
   dtype of the tensor it meets (float32 inputs stay float32);
 * ``Add``/``Mul`` become ``add``/``subtract``/``multiply``/``divide``/``negative`` as
   sympy's printers write them (``x - y``, ``x/(2*y)``, ``-x``);
-* functions through the reverse table of the op records (``sympy_table.py``);
+* functions through the reverse table of the op records (``sympy_table.py``), or written
+  with several ops (``sympy_composites.py``: sec, cot, sinc, Heaviside, gamma, besselj,
+  LambertW, ...);
+* mapping keys may be dynamicsymbols ``q(t)`` and their derivatives (``sympy_keys.py``);
 * ``Piecewise`` becomes nested ``where`` (a Piecewise with no ``True`` branch is NaN where
   no condition holds, as ``lambdify``); relations and ``And``/``Or``/``Not`` become
   ``less``/.../``logical_and``/``logical_or``/``logical_not``.
@@ -380,10 +383,13 @@ def from_sympy(expr: Any, mapping: Mapping) -> Any:
     ``Matrix``/``ImmutableMatrix`` (a Tensor of shape ``matrix.shape + broadcast shape``,
     the Matrix axes first, as ``lambdify`` gives). ``mapping``: ``{sympy.Symbol: Tensor,
     eager value (sg.Variable) or array}``; values broadcast elementwise (numpy rules);
-    with eager values the result is computed at once. Numbers (in ``expr`` or Python numbers
-    in ``mapping``) take the dtype of the tensors they meet. A sympy function without a symgrad op: NotImplementedError naming it; a free
-    symbol missing from ``mapping``: ``sg.FeedError`` (ValueError) naming it. The functions
-    covered are listed in docs/from_sympy.md (``symgrad.interop.sympy_table.covered()``).
+    with eager values the result is computed at once. Keys may also be
+    ``sympy.physics.mechanics`` dynamicsymbols ``q(t)`` and their time derivatives. Numbers
+    (in ``expr``, Python or sympy numbers in ``mapping``) take the dtype of the tensors they
+    meet. A sympy function without a symgrad form: a one-line NotImplementedError naming it
+    and the nearest supported alternative; a free symbol (or ``q(t)``) missing from
+    ``mapping``: ``sg.FeedError`` (ValueError) naming it. The functions covered are listed
+    in docs/from_sympy.md.
 
     >>> import sympy as sp
     >>> import symgrad as sg
