@@ -223,3 +223,18 @@ def test_docs_list_every_composite_and_their_python_blocks_run():
     assert len(blocks) >= 2
     for block in blocks:
         exec(compile(block, "docs/from_sympy.md", "exec"), {})
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("target", ["parallel", "cuda"])
+def test_composites_compile_on_parallel_and_cuda(target):
+    from .helpers import to_host
+    expr = FUNCTIONS["model"][0] + sp.besselj(2, x) + sp.Heaviside(x) + sp.acot(x)
+    X = sg.placeholder("X", shape=(None,))
+    t = sg.from_sympy(expr, {x: X})
+    (g,) = sg.gradients(sg.reduce_sum(t), [X])
+    pts = np.linspace(-1.5, 3.0, 7)
+    want = sg.evaluate([t, g], {X: pts})
+    got = sg.function([X], [t, g], target=target)(pts)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(to_host(a), b, rtol=1e-12, atol=1e-12)
