@@ -48,3 +48,15 @@ def test_elementwise_op_compiles_on_cuda(name):
 def test_structural_example_compiles_on_cuda(name, k):
     _, fn, arrays = _example(name, k)
     _check(fn, arrays)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["reduce_all", "reduce_any"])
+def test_bool_reduction_compiles_on_cuda(name):
+    from .test_ops_registry import BOOL_REDUCTION_CASES, bool_reduction_case
+    for axis, keepdims in BOOL_REDUCTION_CASES:
+        fn, arrays, want = bool_reduction_case(name, axis, keepdims)
+        x = sg.placeholder("x", shape=(None, 4))
+        got = to_host(sg.function([x], [fn(x)], target="cuda")(arrays[0])[0])
+        assert got.dtype == np.bool_
+        np.testing.assert_array_equal(got, want)

@@ -265,3 +265,53 @@ def test_example_with_unknown_dims(name, k):
             np.testing.assert_allclose(got, r, rtol=1e-12, atol=1e-14, err_msg=target)
 # v2 gradients: ops whose tests live in tests/test_v2_gradients.py
 INTERNAL |= {"prevent_gradient", "custom_gradient"}
+# bool reductions (TF's reduce_all/reduce_any): bool in, bool out, no gradient (None)
+BOOL_REDUCTIONS = {"reduce_all": np.all, "reduce_any": np.any}
+STRUCTURAL_TESTED |= set(BOOL_REDUCTIONS)
+BOOL_REDUCTION_CASES = [(None, False), (0, False), (1, True), ((0, 1), True), (-1, False)]
+
+
+def bool_reduction_case(name, axis, keepdims):
+    """``(fn, arrays, want)``: the op on ``x > 0`` of a random (3, 4) array; shared with
+    tests/test_ops_cuda_completeness.py."""
+    arrays = [np.random.default_rng(11).uniform(-1.0, 1.0, size=(3, 4))]
+    arrays[0][1] = np.abs(arrays[0][1])        # one all-True row
+    arrays[0][2] = -np.abs(arrays[0][2])       # one all-False row
+
+    def fn(x):
+        return getattr(sg, name)(x > 0, axis=axis, keepdims=keepdims)
+    want = BOOL_REDUCTIONS[name](arrays[0] > 0, axis=axis, keepdims=keepdims)
+    return fn, arrays, want
+
+
+@pytest.mark.parametrize("axis,keepdims", BOOL_REDUCTION_CASES)
+@pytest.mark.parametrize("name", sorted(BOOL_REDUCTIONS))
+def test_bool_reduction_on_every_engine(name, axis, keepdims):
+    assert not REGISTRY[name].differentiable
+    fn, arrays, want = bool_reduction_case(name, axis, keepdims)
+    x = sg.placeholder("x", shape=(None, 4))
+    y = fn(x)
+    assert y.dtype == np.bool_ and len(y.shape) == np.ndim(want)
+    results = {"evaluate": sg.evaluate(y, {x: arrays[0]}),
+               "eager": fn(sg.Variable(arrays[0])).numpy()}
+    for target in ("cpu", "parallel"):
+        results[target] = sg.function([x], [y], target=target)(arrays[0])[0]
+    for engine, got in results.items():
+        assert got.dtype == np.bool_, engine
+        np.testing.assert_array_equal(got, want, err_msg=engine)
+    loss = sg.reduce_sum(sg.where(y, 1.0, 2.0) * sg.reduce_sum(x))
+    assert sg.gradients(sg.reduce_sum(sg.cast(y, "float64")), [x]) == [None]
+    assert sg.evaluate(sg.gradients(loss, [x]), {x: arrays[0]})[0].shape == (3, 4)
+    variable = sg.Variable(arrays[0])
+    with sg.GradientTape() as tape:
+        out = sg.cast(fn(variable), "float64")
+    assert tape.gradient(sg.reduce_sum(out), variable) is None
+
+
+@pytest.mark.parametrize("name", sorted(BOOL_REDUCTIONS))
+def test_bool_reduction_rejects_numbers(name):
+    with pytest.raises(TypeError, match=rf"sg\.{name}: 'x' has dtype float64; {name} takes "
+                                        r"bool tensors \(compare first"):
+        getattr(sg, name)(sg.placeholder("x", shape=(3,)))
+    with pytest.raises(sg.DTypeError, match="int64"):
+        getattr(sg, name)(sg.Variable(np.arange(3)))

@@ -176,24 +176,73 @@ def fori_loop(lower: Any, upper: Any, body: Callable, init: Any, name: Optional[
     Int bounds give a scan over ``i`` (reverse mode stores one carry per step); Tensor
     bounds give a while loop.
     """
+    _check_bound(lower, "lower")
+    _check_bound(upper, "upper")
+    n_init = len(_leaves(init)[0])
+
+    def run_body(i, carry):
+        out = body(i, carry)
+        if len(_leaves(out)[0]) != n_init:
+            raise ShapeError(f"sg.fori_loop: body returned {len(_leaves(out)[0])} values for "
+                             f"{n_init} in init; body(i, carry) must return the new carry "
+                             "only, of init's structure (for a per-step output y use "
+                             "sg.scan(lambda carry, i: (carry, y), init, xs))")
+        return out
+
     if isinstance(lower, (int, np.integer)) and isinstance(upper, (int, np.integer)):
         index = np.arange(int(lower), max(int(lower), int(upper)), dtype=np.int64)
         if _is_eager(_leaves(init)[0]):
             carry = init
             for i in index:
-                carry = body(int(i), carry)
+                carry = run_body(int(i), carry)
             return carry
-        carry, _ = scan(lambda c, i: (body(i, c), None), init, as_tensors(SCAN, (index,))[0],
-                        name=name)
+        carry, _ = scan(lambda c, i: (run_body(i, c), None), init,
+                        as_tensors(SCAN, (index,))[0], name=name)
         return carry
     leaves, pack = _leaves(init)
 
     def step(i, *values):
-        out = body(i, pack(list(values)))
+        out = run_body(i, pack(list(values)))
         return [i + 1] + _leaves(out)[0]
 
     out = while_loop(lambda i, *values: i < upper, step, [lower] + leaves, name=name)
     return pack(out[1:])
+
+
+def _check_bound(value: Any, what: str) -> None:
+    """fori_loop's bounds are integers: Python ints, numpy integers or integer Tensors."""
+    if isinstance(value, (bool, np.bool_)):
+        kind = "bool"
+    else:
+        dtype = getattr(value, "dtype", None)
+        dtype = np.dtype(dtype) if dtype is not None else np.asarray(value).dtype
+        if dtype.kind in "iu":
+            return
+        kind = type(value).__name__ if isinstance(value, (float, np.floating)) else dtype.name
+    example = 3 if what == "upper" else 0
+    raise TypeError(f"sg.fori_loop: {what} must be an int or an integer scalar Tensor, got "
+                    f"{kind} {_short(value)}; pass an int (e.g. {what}={example}) or cast it "
+                    "with sg.cast(..., 'int64')")
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, Tensor):
+        return f"Tensor '{value.name}'"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_iterations(value: Any) -> Optional[int]:
+    """while_loop's ``maximum_iterations``: None or a non-negative int."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"sg.while_loop: maximum_iterations must be None or an int, got "
+                        f"{type(value).__name__} {_short(value)}; pass an int such as "
+                        "maximum_iterations=100")
+    if value < 0:
+        raise ValueError(f"sg.while_loop: maximum_iterations must be >= 0, got {value}")
+    return int(value)
 
 
 # --- while_loop ---------------------------------------------------------------------------------
@@ -208,6 +257,7 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Any,
     >>> sg.evaluate(out, {})
     [array(4), array(16.)]
     """
+    maximum_iterations = _check_iterations(maximum_iterations)
     leaves, pack = _leaves(loop_vars)
     if _is_eager(leaves):
         return _eager_while(cond, body, leaves, pack, maximum_iterations)
@@ -252,7 +302,8 @@ def _eager_while(cond, body, values, pack, maximum_iterations):
 def _check_predicate(pred: Tensor, api: str, what: str) -> None:
     if tuple(pred.shape) != ():
         raise ShapeError(f"{api}: {what} '{pred.name}' has shape {tuple(pred.shape)}; the "
-                         "predicate must be a scalar bool (reduce it with sg.reduce_all/any)")
+                         "predicate must be a scalar bool: reduce it with sg.reduce_all(...) "
+                         "(every element true) or sg.reduce_any(...) (some element true)")
     if pred.dtype != np.bool_:
         raise DTypeError(f"{api}: {what} '{pred.name}' has dtype {pred.dtype.name}; the "
                          "predicate must be bool (compare it, e.g. x > 0)")
@@ -273,7 +324,8 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, name: Optional[str] =
     if not isinstance(pred, Tensor):
         value = _eager_value(pred)
         if value.shape != ():
-            raise ShapeError(f"sg.cond: pred has shape {value.shape}; it must be a scalar bool")
+            raise ShapeError(f"sg.cond: pred has shape {value.shape}; it must be a scalar bool: "
+                             "reduce it with sg.reduce_all(...) or sg.reduce_any(...)")
         return true_fn() if bool(value) else false_fn()
     _check_predicate(pred, "sg.cond", "pred")
     since = marker()
@@ -287,9 +339,23 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, name: Optional[str] =
     f_out = [_cast_literal(f, t) for f, t in zip(f_out, t_out)]
     t_out = [_cast_literal(t, f) for f, t in zip(f_out, t_out)]
     for j, (t, f) in enumerate(zip(t_out, f_out)):
-        _check_same(f, t, "sg.cond", f"output {j} (true_fn vs false_fn)")
+        _check_branches(t, f, j)
     results = cond_node_outputs(pred, Body([], t_out, since), Body([], f_out, since), name)
     return pack(results)
+
+
+def _check_branches(t: Tensor, f: Tensor, j: int) -> None:
+    """Both branches of a cond give output ``j`` the same shape and dtype."""
+    where = f"output {j}: "
+    if tuple(t.shape) != tuple(f.shape):
+        raise ShapeError(f"sg.cond: {where}true_fn returns shape {tuple(t.shape)} ('{t.name}') "
+                         f"but false_fn returns shape {tuple(f.shape)} ('{f.name}'); both "
+                         "branches must return the same shapes (broadcast one with "
+                         "sg.broadcast_to, or reshape it)")
+    if t.dtype != f.dtype:
+        raise DTypeError(f"sg.cond: {where}true_fn returns dtype {t.dtype.name} ('{t.name}') "
+                         f"but false_fn returns {f.dtype.name} ('{f.name}'); both branches "
+                         "must return the same dtypes (cast one with sg.cast)")
 
 
 def cond_node_outputs(pred: Tensor, true_body: Body, false_body: Body,

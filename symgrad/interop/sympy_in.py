@@ -10,7 +10,10 @@ DAG's size, iterative (no recursion limit), never calling ``sympy.simplify``.
   dtype of the tensor it meets (float32 inputs stay float32);
 * ``Add``/``Mul`` become ``add``/``subtract``/``multiply``/``divide``/``negative`` as
   sympy's printers write them (``x - y``, ``x/(2*y)``, ``-x``);
-* functions through the reverse table of the op records (``sympy_table.py``);
+* functions through the reverse table of the op records (``sympy_table.py``), or written
+  with several ops (``sympy_composites.py``: sec, cot, sinc, Heaviside, gamma, besselj,
+  LambertW, ...);
+* mapping keys may be dynamicsymbols ``q(t)`` and their derivatives (``sympy_keys.py``);
 * ``Piecewise`` becomes nested ``where`` (a Piecewise with no ``True`` branch is NaN where
   no condition holds, as ``lambdify``); relations and ``And``/``Or``/``Not`` become
   ``less``/.../``logical_and``/``logical_or``/``logical_not``.
@@ -43,6 +46,8 @@ from ..ops.registry import OpDef, apply
 from ..ops.sources import constant
 from ..shapes import broadcast_shapes, is_fully_known
 from ..tape.eager import EagerTensor, Variable, to_array
+from . import sympy_composites as composites
+from .sympy_keys import is_time_function, plain_keys
 from .sympy_table import float_value, is_nary, reverse_table
 
 API = "sg.from_sympy"
@@ -77,9 +82,9 @@ class _Number:
         return float_value(number.real)
 
 
-def _text(expr: Any) -> str:
+def _text(expr: Any, limit: int = 80) -> str:
     text = str(expr)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _negative_coefficient(term: sp.Basic) -> bool:
@@ -120,11 +125,14 @@ class _Converter:
             return list(node.args)
         if isinstance(node, (sp.Expr, sp.logic.boolalg.Boolean)) and not node.free_symbols:
             return []       # a function of numbers only (gamma(3/2)): one number
-        name = type(node).__name__
-        raise NotImplementedError(
-            f"{API}: the sympy function {name!r} (in {_text(node)}) has no symgrad op; "
-            f"sympy functions with ops: {', '.join(sorted(h.__name__ for h in self.table))}"
-            "; rewrite it with those (e.g. expr.rewrite(...)) or add an op record")
+        if type(node) in composites.COMPOSITES and composites.accepts(node):
+            return list(node.args)
+        if is_time_function(node):
+            what = "derivative" if isinstance(node, sp.Derivative) else "function"
+            raise FeedError(f"{API}: the expression's {what} {_text(node, 40)} is not in "
+                            f"mapping; map it to a value ({{{_text(node, 40)}: ...}}: "
+                            "dynamicsymbols and their derivatives are accepted as keys)")
+        raise NotImplementedError(composites.unsupported(node, _text(node, 40)))
 
     def run(self, root: Any) -> Any:
         stack = [(root, False)]
@@ -158,6 +166,8 @@ class _Converter:
             return self.product(node, values, negate=False)
         if isinstance(node, sp.Piecewise):
             return self.piecewise(values)
+        if type(node) not in self.table:
+            return composites.build(self, node, values)
         return self.function(node, dict(zip(node.args, values)))
 
     def symbol(self, symbol: sp.Symbol) -> Any:
@@ -182,6 +192,10 @@ class _Converter:
             values = [self.dtype.type(v) if isinstance(v, float) else v for v in values]
         return apply(op, tuple(values)) if isinstance(op, OpDef) else op(*values)
 
+    def call(self, name: str, *inputs: Any) -> Any:
+        """``sg.<name>(*inputs)`` on tensors and numbers (as ``apply``)."""
+        return self.apply(getattr(F, name), list(inputs))
+
     def function(self, node: sp.Basic, value_of: dict) -> Any:
         head = type(node)
         entries = self.table[head]
@@ -195,8 +209,9 @@ class _Converter:
             for arg in node.args[1:]:
                 result = self.apply(binary.op, [result, value_of[arg]])
             return result
-        raise NotImplementedError(f"{API}: {head.__name__} with {len(node.args)} arguments "
-                                  f"(in {_text(node)}) has no symgrad op")
+        if head in composites.COMPOSITES and composites.accepts(node):
+            return composites.build(self, node, [value_of[a] for a in node.args])
+        raise NotImplementedError(composites.unsupported(node, _text(node, 40)))
 
     def power(self, base: Any, exponent: sp.Basic) -> Any:
         """``base ** exponent`` for a number exponent: a special power of the table
@@ -296,6 +311,25 @@ def _dtype_of(values: list) -> np.dtype:
     return np.result_type(*floats) if floats else np.dtype("float64")
 
 
+def _sympy_value(key: sp.Symbol, value: Any) -> Any:
+    """A sympy number as a Python number, a sympy Matrix of numbers as a float array of its
+    shape; a value with symbols is a TypeError saying what to pass."""
+    if isinstance(value, (sp.MatrixBase, sp.Basic)) and value.free_symbols:
+        raise TypeError(f"{API}: mapping[{key.name}] is the sympy expression {_text(value, 40)}"
+                        ", which has symbols; a value is a number, an array or a Tensor "
+                        "(substitute expressions into expr first: expr.subs(...))")
+    if isinstance(value, sp.MatrixBase):
+        return np.array(value.evalf(17).tolist(), dtype=np.float64)
+    if isinstance(value, sp.logic.boolalg.BooleanAtom):
+        return bool(value)
+    if isinstance(value, sp.Basic) and value.is_number:
+        number = complex(value.evalf(17))
+        if number.imag != 0:
+            raise ValueError(f"{API}: mapping[{key.name}] = {_text(value, 40)} is not real")
+        return float(number.real)
+    return value
+
+
 def _mapping(mapping: Any) -> tuple:
     """``(symbol -> Tensor or eager value, symbol -> sympy number, eager)`` from the user's
     mapping (not modified). Python numbers are numbers of the expression (weak literals,
@@ -307,9 +341,11 @@ def _mapping(mapping: Any) -> tuple:
     for key, value in mapping.items():
         if not isinstance(key, sp.Symbol):
             raise TypeError(f"{API}: mapping key {key!r} is {type(key).__name__}; keys must "
-                            "be sympy Symbols (sympy.Symbol('x'))")
+                            "be sympy Symbols (sympy.Symbol('x')), dynamicsymbols (q(t)) "
+                            "or their time derivatives (q(t).diff(t))")
         if value is None:
             raise TypeError(f"{API}: mapping[{key.name}] is None; pass a Tensor or an array")
+        value = _sympy_value(key, value)
         if isinstance(value, (bool, int, float)):
             literals[key] = sp.sympify(value)
             continue
@@ -347,10 +383,13 @@ def from_sympy(expr: Any, mapping: Mapping) -> Any:
     ``Matrix``/``ImmutableMatrix`` (a Tensor of shape ``matrix.shape + broadcast shape``,
     the Matrix axes first, as ``lambdify`` gives). ``mapping``: ``{sympy.Symbol: Tensor,
     eager value (sg.Variable) or array}``; values broadcast elementwise (numpy rules);
-    with eager values the result is computed at once. Numbers (in ``expr`` or Python numbers
-    in ``mapping``) take the dtype of the tensors they meet. A sympy function without a symgrad op: NotImplementedError naming it; a free
-    symbol missing from ``mapping``: ``sg.FeedError`` (ValueError) naming it. The functions
-    covered are listed in docs/from_sympy.md (``symgrad.interop.sympy_table.covered()``).
+    with eager values the result is computed at once. Keys may also be
+    ``sympy.physics.mechanics`` dynamicsymbols ``q(t)`` and their time derivatives. Numbers
+    (in ``expr``, Python or sympy numbers in ``mapping``) take the dtype of the tensors they
+    meet. A sympy function without a symgrad form: a one-line NotImplementedError naming it
+    and the nearest supported alternative; a free symbol (or ``q(t)``) missing from
+    ``mapping``: ``sg.FeedError`` (ValueError) naming it. The functions covered are listed
+    in docs/from_sympy.md.
 
     >>> import sympy as sp
     >>> import symgrad as sg
@@ -359,6 +398,7 @@ def from_sympy(expr: Any, mapping: Mapping) -> Any:
     >>> sg.evaluate(sg.from_sympy(sp.sqrt(a) / b + sp.pi, {a: X, b: 2.0}), {X: [1.0, 4.0]})
     array([3.64159265, 4.14159265])
     """
+    expr, mapping = plain_keys(expr, mapping)
     values, literals, eager = _mapping(mapping)
     converter = _Converter(values, literals, _dtype_of(list(values.values())), eager)
     if isinstance(expr, sp.MatrixBase):

@@ -356,6 +356,8 @@ FORMS: dict = {
     R.reduce_prod: _reduce("prod"),
     R.reduce_max: _extremum("max"),
     R.reduce_min: _extremum("min"),
+    R.reduce_all: _reduce("all"),
+    R.reduce_any: _reduce("any"),
     L.transpose: _attr(lambda xp, x, perm: xp.transpose(x, perm)),
     L.reshape: _attr(lambda xp, x, shape: xp.reshape(x, shape)),
     L.reshape_like: lambda ctx, node, x, like: ctx.xp.reshape(x, like.shape),

@@ -35,7 +35,8 @@ from ..registry import apply
 from . import records as R
 
 __all__ = [
-    "reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min", "reduce_logsumexp",
+    "reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min", "reduce_all",
+    "reduce_any", "reduce_logsumexp",
     "reduce_variance", "reduce_std", "norm", "softmax", "log_softmax", "clip_by_value",
 ]
 
@@ -55,6 +56,21 @@ reduce_mean = _reduction(R.reduce_mean, "Mean over ``axis`` (None: all axes).")
 reduce_prod = _reduction(R.reduce_prod, "Product over ``axis``; exact gradient at zeros.")
 reduce_max = _reduction(R.reduce_max, "Max over ``axis``; ties share the gradient evenly.")
 reduce_min = _reduction(R.reduce_min, "Min over ``axis``; ties share the gradient evenly.")
+reduce_all = _reduction(R.reduce_all, """Logical and over ``axis`` (None: all axes) of a bool
+tensor (TF's ``tf.reduce_all``; True over no elements); no gradient.
+
+>>> import symgrad as sg
+>>> sg.evaluate(sg.reduce_all(sg.constant([[True, False], [True, True]]), axis=1), {})
+array([False,  True])
+""")
+reduce_any = _reduction(R.reduce_any, """Logical or over ``axis`` (None: all axes) of a bool
+tensor (TF's ``tf.reduce_any``; False over no elements); no gradient.
+
+>>> import symgrad as sg
+>>> x = sg.placeholder("x", shape=(3,))
+>>> sg.evaluate(sg.reduce_any(x > 1.0), {x: [0.0, 2.0, 0.5]})
+array(True)
+""")
 
 
 def unbroadcast(g, like, name: Optional[str] = None):

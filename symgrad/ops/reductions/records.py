@@ -1,4 +1,5 @@
-"""Reduction op records: reduce_sum/mean/prod/max/min, and the helpers of gradients that
+"""Reduction op records: reduce_sum/mean/prod/max/min, reduce_all/any (bool, no gradient:
+TF's NotDifferentiable), and the helpers of gradients that
 sum or multiply over axes (un-broadcast sums, axis sizes, products of the others).
 
 Each record has a shape rule (``infer``), a numpy forward and a reverse rule (``vjp``)
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import DTypeError
 from ...shapes import reduced_shape
 from ..functions import F
 from ..opdef import structural
@@ -83,6 +85,28 @@ reduce_max = structural("reduce_max", _extremum_numpy(np.max), _reduce_infer,
                         vjp=_extremum_vjp, symbolic_dims=True)
 reduce_min = structural("reduce_min", _extremum_numpy(np.min), _reduce_infer,
                         vjp=_extremum_vjp, symbolic_dims=True)
+
+
+def _named(x) -> str:
+    name = getattr(x, "name", None)
+    return f"'{name}' " if isinstance(name, str) else "its input "
+
+
+def _logical_infer(name: str):
+    def infer(x, axes, keepdims):
+        if x.dtype != np.bool_:
+            raise DTypeError(f"sg.{name}: {_named(x)}has dtype {x.dtype.name}; {name} takes "
+                             "bool tensors (compare first, e.g. x > 0, or sg.cast(x, bool))")
+        return reduced_shape(x.shape, axes, keepdims), np.dtype(bool)
+    return infer
+
+
+reduce_all = structural(
+    "reduce_all", lambda x, axes, keepdims: np.all(x, axis=axes, keepdims=keepdims),
+    _logical_infer("reduce_all"), differentiable=False, symbolic_dims=True)
+reduce_any = structural(
+    "reduce_any", lambda x, axes, keepdims: np.any(x, axis=axes, keepdims=keepdims),
+    _logical_infer("reduce_any"), differentiable=False, symbolic_dims=True)
 
 
 def unbroadcast_numpy(g, like, reduce=np.sum):
