@@ -1,9 +1,11 @@
-"""The runnable examples of docs/api.md, docs/security.md, docs/jacobians.md,
-docs/sparsity.md, docs/assembly.md and README.md's Jacobians section run and their asserts hold;
-the repository documents itself (no reference to files outside it)."""
+"""Every ```python block of every docs/*.md page and of README.md runs and its asserts hold
+(one namespace per page: later blocks build on earlier ones), except the few marked
+```python no-run <reason>; every code fence is balanced and names its language; the
+repository documents itself (no reference to files outside it)."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import warnings
 from pathlib import Path
@@ -11,23 +13,40 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = ["docs/api.md", "docs/security.md", "docs/jacobians.md", "docs/sparsity.md",
-        "docs/linalg.md", "docs/assembly.md"]
-FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+PAGES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")) + ["README.md"]
+FENCE = re.compile(r"^```python([^\n]*)\n(.*?)^```", re.S | re.M)
+NO_RUN = re.compile(r"^\s*no-run\b\s*(.*)$")
+NEEDS = {"docs/dask.md": "dask"}      # pages whose blocks need an optional extra
+MAX_NO_RUN = 6
 
 
-def python_blocks(relative: str) -> list:
-    """The ```python blocks of a markdown file, with the line each starts on."""
+def python_blocks(relative: str, runnable: bool = True) -> list:
+    """The ```python blocks of a markdown file, with the line each starts on: those that
+    run (``runnable``) or those marked ``no-run`` (then ``(line, reason)``)."""
     text = (ROOT / relative).read_text(encoding="utf-8")
-    return [(text.count("\n", 0, m.start()) + 2, m.group(1)) for m in FENCE.finditer(text)]
+    found = []
+    for m in FENCE.finditer(text):
+        line = text.count("\n", 0, m.start()) + 2
+        skip = NO_RUN.match(m.group(1))
+        if runnable and skip is None:
+            found.append((line, m.group(2)))
+        elif not runnable and skip is not None:
+            found.append((line, skip.group(1).strip()))
+    return found
 
 
-@pytest.mark.parametrize("relative", DOCS)
+def _pages_with_blocks() -> list:
+    return [page for page in PAGES if python_blocks(page)]
+
+
+@pytest.mark.parametrize("relative", _pages_with_blocks())
 def test_examples_run(relative, monkeypatch):
-    blocks = python_blocks(relative)
-    assert blocks, f"{relative} has no ```python example"
+    needed = NEEDS.get(relative) or ("dask" if "import dask" in
+                                     (ROOT / relative).read_text(encoding="utf-8") else None)
+    if needed and importlib.util.find_spec(needed) is None:
+        pytest.skip(f"{relative} needs {needed} (pip install -e \".[{needed}]\")")
     namespace: dict = {"__name__": "__docs__"}
-    for line, code in blocks:            # one namespace per file: later blocks build on earlier
+    for line, code in python_blocks(relative):   # one namespace per file
         with monkeypatch.context(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
@@ -37,11 +56,24 @@ def test_examples_run(relative, monkeypatch):
                                      f"{type(exc).__name__}: {exc}") from exc
 
 
+def test_every_page_with_python_is_run():
+    assert {"docs/control_flow.md", "docs/from_sympy.md", "docs/api.md",
+            "README.md"} <= set(_pages_with_blocks())
+
+
+def test_no_run_blocks_are_few_and_say_why():
+    marked = {f"{page}:{line}": reason for page in PAGES
+              for line, reason in python_blocks(page, runnable=False)}
+    print("blocks not run:", *(f"{k}: {v}" for k, v in marked.items()), sep="\n  ")
+    assert all(marked.values()), f"a no-run block without its reason: {marked}"
+    assert len(marked) <= MAX_NO_RUN, f"too many blocks not run: {marked}"
+
+
 def test_readme_jacobians_section_runs():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     section = text.split("## Jacobians, Hessians, forward mode, sparsity\n", 1)[1]
     section = section.split("\n## ", 1)[0]
-    blocks = [m.group(1) for m in FENCE.finditer(section)]
+    blocks = [m.group(2) for m in FENCE.finditer(section)]
     assert blocks, "README.md's Jacobians section has no ```python example"
     namespace: dict = {"__name__": "__docs__"}
     for code in blocks:
@@ -50,14 +82,53 @@ def test_readme_jacobians_section_runs():
     assert namespace["J"].nnz == 98
 
 
+def fence_problems(text: str) -> list:
+    """Unbalanced fences: an opening fence must name its language (```python, ```text), a
+    closing one is bare, and none is left open (a stray ``` after a closed block opens a
+    bare one, which turns the prose below it into code)."""
+    problems, opened = [], None
+    for number, line in enumerate(text.splitlines(), 1):
+        m = re.match(r"^\s*```(.*)$", line)
+        if m is None:
+            continue
+        info = m.group(1).strip()
+        if opened is None:
+            opened = number
+            if not info:
+                problems.append(f"line {number}: a fence opens without a language")
+        else:
+            if info:
+                problems.append(f"line {number}: ```{info} inside the block of line {opened}")
+            opened = None
+    if opened is not None:
+        problems.append(f"line {opened}: the block never closes")
+    return problems
+
+
+@pytest.mark.parametrize("relative", PAGES)
+def test_fences_are_balanced(relative):
+    problems = fence_problems((ROOT / relative).read_text(encoding="utf-8"))
+    assert not problems, f"{relative}: " + "; ".join(problems)
+
+
+def test_fence_checker_catches_a_stray_fence():
+    good = "a\n```python\nx = 1\n```\ntext\n```text\nout\n```\n"
+    assert fence_problems(good) == []
+    stray = "```python\nx = 1\n```\n```\n\n## Section\n- item\n```\n"
+    assert fence_problems(stray) == ["line 4: a fence opens without a language"]
+    assert fence_problems("```python\nx\n") == ["line 1: the block never closes"]
+
+
 def test_fence_parser_finds_every_block():
     text = "a\n```python\nx = 1\n```\n```text\nno\n```\n```python\ny = 2\n```\n"
-    found = [m.group(1) for m in FENCE.finditer(text)]
+    found = [m.group(2) for m in FENCE.finditer(text)]
     assert found == ["x = 1\n", "y = 2\n"]
+    marked = "```python no-run needs a GPU\nz = 3\n```\n"
+    assert NO_RUN.match(FENCE.search(marked).group(1)).group(1) == "needs a GPU"
 
 
 def test_no_reference_outside_the_repository():
-    pattern = re.compile(r"\.\./shared|/work/shared")
+    pattern = re.compile(r"\.\./shared|/work/shared|/shared API")
     offenders = []
     paths = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     for folder in ("symgrad", "tests", "examples", "benchmarks"):
