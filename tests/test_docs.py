@@ -5,7 +5,9 @@ repository documents itself (no reference to files outside it)."""
 
 from __future__ import annotations
 
+import doctest
 import importlib.util
+import logging
 import re
 import warnings
 from pathlib import Path
@@ -17,6 +19,8 @@ PAGES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")) +
 FENCE = re.compile(r"^```python([^\n]*)\n(.*?)^```", re.S | re.M)
 NO_RUN = re.compile(r"^\s*no-run\b\s*(.*)$")
 NEEDS = {"docs/dask.md": "dask"}      # pages whose blocks need an optional extra
+ELSEWHERE = {"docs/gradients.md": "tests/test_docs_gradients.py"}
+"""Pages whose blocks another test runs (as a doctest file), not run twice."""
 MAX_NO_RUN = 6
 
 
@@ -36,7 +40,7 @@ def python_blocks(relative: str, runnable: bool = True) -> list:
 
 
 def _pages_with_blocks() -> list:
-    return [page for page in PAGES if python_blocks(page)]
+    return [page for page in PAGES if python_blocks(page) and page not in ELSEWHERE]
 
 
 @pytest.mark.parametrize("relative", _pages_with_blocks())
@@ -46,9 +50,15 @@ def test_examples_run(relative, monkeypatch):
     if needed and importlib.util.find_spec(needed) is None:
         pytest.skip(f"{relative} needs {needed} (pip install -e \".[{needed}]\")")
     namespace: dict = {"__name__": "__docs__"}
+    logger, root = logging.getLogger("symgrad"), logging.getLogger()
+    monkeypatch.setattr(logger, "level", logger.level)         # a page may turn on logging
+    monkeypatch.setattr(root, "handlers", list(root.handlers))
     for line, code in python_blocks(relative):   # one namespace per file
         with monkeypatch.context(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            if code.lstrip().startswith(">>>"):      # a session: its output is checked too
+                run_session(code, namespace, f"{relative}:{line}")
+                continue
             try:
                 exec(compile(code, f"{relative}:{line}", "exec"), namespace)
             except Exception as exc:
@@ -56,9 +66,20 @@ def test_examples_run(relative, monkeypatch):
                                      f"{type(exc).__name__}: {exc}") from exc
 
 
+def run_session(code: str, namespace: dict, where: str) -> None:
+    """A ``>>>`` block as a doctest (ELLIPSIS, NORMALIZE_WHITESPACE) in ``namespace``."""
+    test = doctest.DocTestParser().get_doctest(code, namespace, where, where, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    report: list = []
+    runner.run(test, out=report.append, clear_globs=False)
+    assert runner.failures == 0, f"{where}:\n" + "".join(report)
+
+
 def test_every_page_with_python_is_run():
     assert {"docs/control_flow.md", "docs/from_sympy.md", "docs/api.md",
             "README.md"} <= set(_pages_with_blocks())
+    for page, test in ELSEWHERE.items():
+        assert Path(page).name in (ROOT / test).read_text(encoding="utf-8"), (page, test)
 
 
 def test_no_run_blocks_are_few_and_say_why():
@@ -67,19 +88,6 @@ def test_no_run_blocks_are_few_and_say_why():
     print("blocks not run:", *(f"{k}: {v}" for k, v in marked.items()), sep="\n  ")
     assert all(marked.values()), f"a no-run block without its reason: {marked}"
     assert len(marked) <= MAX_NO_RUN, f"too many blocks not run: {marked}"
-
-
-def test_readme_jacobians_section_runs():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Jacobians, Hessians, forward mode, sparsity\n", 1)[1]
-    section = section.split("\n## ", 1)[0]
-    blocks = [m.group(2) for m in FENCE.finditer(section)]
-    assert blocks, "README.md's Jacobians section has no ```python example"
-    namespace: dict = {"__name__": "__docs__"}
-    for code in blocks:
-        exec(compile(code, "README.md (Jacobians, Hessians, forward mode, sparsity)", "exec"),
-             namespace)
-    assert namespace["J"].nnz == 98
 
 
 def fence_problems(text: str) -> list:
