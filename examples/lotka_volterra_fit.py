@@ -59,7 +59,8 @@ def plot(out: dict, plt):
         ax.plot(t, out["trajectory"][:, k], color=colour, lw=2, label=f"{name}: fitted")
     ax.set(xlabel="t", ylabel="population",
            title="Lotka-Volterra fitted through sg.scan (dotted: true)")
-    ax.legend(ncol=2, fontsize=8)
+    ax.set_ylim(0, 1.3 * out["data"].max())        # room for the legend above the peaks
+    ax.legend(ncol=2, fontsize=8, loc="upper center")
     return fig
 
 

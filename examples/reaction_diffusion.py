@@ -103,14 +103,17 @@ def main(n: int = 24, t_end: float = 20.0) -> dict:
 
 def plot(result: dict, plt):
     n, pattern = result["n"], result["pattern"]
-    final = result["runs"]["sg jac"][1].y[:, -1].reshape(2, n, n)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4.2))
-    left.spy(pattern, markersize=max(0.2, 60.0 / n ** 2 * 4), color="tab:blue")
-    left.set_title(f"Jacobian pattern: {pattern.shape[0]} x {pattern.shape[1]}, nnz {pattern.nnz}",
-                   fontsize=10)
-    image = right.imshow(final[1], cmap="viridis", origin="lower")
-    right.set_title(f"v at t = {result['t_end']:g} ({n} x {n} grid)", fontsize=10)
-    fig.colorbar(image, ax=right, shrink=0.8)
+    solution = result["runs"]["sg jac"][1]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
+    axes[0].spy(pattern, markersize=max(0.2, 240.0 / n ** 2), color="tab:blue")
+    axes[0].set_title(f"Jacobian pattern: {pattern.shape[0]} x {pattern.shape[1]}, "
+                      f"nnz {pattern.nnz}", fontsize=10)
+    for ax, column in zip(axes[1:], (0, -1)):
+        field = solution.y[:, column].reshape(2, n, n)[1]
+        image = ax.imshow(field, cmap="viridis", origin="lower")
+        ax.set_title(f"v at t = {solution.t[column]:g} ({n} x {n} grid)", fontsize=10)
+        fig.colorbar(image, ax=ax, shrink=0.8)
+    fig.tight_layout()
     return fig
 
 

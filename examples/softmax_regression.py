@@ -53,9 +53,10 @@ if plt:
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4))
     gx, gy = np.meshgrid(np.linspace(-5, 5, 300), np.linspace(-4.5, 5, 300))
     regions = np.argmax(np.stack([gx.ravel(), gy.ravel()], 1) @ w + bias, axis=1)
+    colours = np.array(["tab:red", "tab:blue", "tab:green"])      # class 0, 1, 2
     left.contourf(gx, gy, regions.reshape(gx.shape), levels=[-0.5, 0.5, 1.5, 2.5],
-                  cmap="Pastel1", alpha=0.8)
-    left.scatter(data[:, 0], data[:, 1], c=labels, cmap="Set1", s=3, vmin=0, vmax=8)
+                  colors=colours, alpha=0.15)
+    left.scatter(data[:, 0], data[:, 1], c=colours[labels], s=3)
     left.set(aspect="equal", title=f"decision regions, accuracy {np.mean(predicted == labels):.3f}")
     right.plot(losses)
     right.set(xlabel="gradient step", ylabel="mean negative log-likelihood", title="training loss")

@@ -132,7 +132,8 @@ def plot(result: dict, plt):
     axes[1].spy(result["hessian"], markersize=0.6)
     axes[1].set_title(f"sparse Hessian, nnz {result['hessian_nnz']}", fontsize=10)
     axes[2].semilogy([max(gmax, 1e-16) for _, gmax in result["history"]], "o-")
-    axes[2].set(xlabel="Newton step", ylabel="max |gradient|", title="Newton convergence")
+    axes[2].set(xlabel="Newton step", title="Newton convergence: max |gradient|")
+    fig.tight_layout()
     return fig
 
 
