@@ -15,7 +15,8 @@ from symgrad.extras import EXTRAS, missing_message, require
 @pytest.mark.parametrize("module, extra", [("dask", "dask"), ("dask.array", "dask"),
                                            ("cupy", "cuda"), ("matplotlib", "bench")])
 def test_missing_extra_names_the_pip_command(monkeypatch, module, extra):
-    monkeypatch.setitem(sys.modules, module.split(".")[0], None)   # import now fails
+    for name in {module.split(".")[0], module}:          # import now fails, even if loaded
+        monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(ModuleNotFoundError) as info:
         require(module, extra=extra, why="the test")
     message = str(info.value)
@@ -45,7 +46,7 @@ def test_unknown_extra_is_a_value_error():
 def test_call_with_dask_arrays_without_dask(monkeypatch):
     from symgrad.distributed import call_dask
     monkeypatch.setitem(sys.modules, "dask", None)
-    monkeypatch.delitem(sys.modules, "dask.array", raising=False)
+    monkeypatch.setitem(sys.modules, "dask.array", None)
     with pytest.raises(ModuleNotFoundError, match=r'sg.function calls on dask arrays\).*'
                                                   r'pip install -e "\.\[dask\]"'):
         call_dask(object(), ())
@@ -81,3 +82,19 @@ def test_numpy_all_keeps_the_bool_rule_and_refuses_numpy_options():
     assert sg.evaluate(np.all(y > 0), {y: np.array([1.0, 2.0, 3.0])})
     with pytest.raises(TypeError, match="numpy.any on a symgrad Tensor: the option"):
         np.any(y > 0, out=np.zeros((), bool))
+
+
+@pytest.mark.cuda
+def test_cuda_target_without_cupy_names_the_cuda_extra(monkeypatch):
+    from symgrad.compile.cuda import runtime as rt
+    monkeypatch.setattr(rt, "SIMULATOR", False)       # as on a GPU: the device steps need CuPy
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    rt.array_module.cache_clear()
+    try:
+        with pytest.raises(ModuleNotFoundError) as info:
+            rt.array_module()
+    finally:
+        rt.array_module.cache_clear()
+    message = str(info.value)
+    assert message.startswith("cupy is not installed (needed for sg.function(target='cuda')")
+    assert 'pip install -e ".[cuda]"' in message
