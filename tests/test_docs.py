@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")) + ["README.md"]
 FENCE = re.compile(r"^```python([^\n]*)\n(.*?)^```", re.S | re.M)
 NO_RUN = re.compile(r"^\s*no-run\b\s*(.*)$")
-NEEDS = {"docs/dask.md": "dask"}      # pages whose blocks need an optional extra
+EXTRA_IMPORT = re.compile(r"^import (dask|matplotlib)\b", re.M)
+"""A block that imports an optional extra is skipped (and said so) where it is missing."""
 ELSEWHERE = {"docs/gradients.md": "tests/test_docs_gradients.py"}
 """Pages whose blocks another test runs (as a doctest file), not run twice."""
 MAX_NO_RUN = 6
@@ -45,15 +46,16 @@ def _pages_with_blocks() -> list:
 
 @pytest.mark.parametrize("relative", _pages_with_blocks())
 def test_examples_run(relative, monkeypatch):
-    needed = NEEDS.get(relative) or ("dask" if "import dask" in
-                                     (ROOT / relative).read_text(encoding="utf-8") else None)
-    if needed and importlib.util.find_spec(needed) is None:
-        pytest.skip(f"{relative} needs {needed} (pip install -e \".[{needed}]\")")
     namespace: dict = {"__name__": "__docs__"}
+    skipped = []
     logger, root = logging.getLogger("symgrad"), logging.getLogger()
     monkeypatch.setattr(logger, "level", logger.level)         # a page may turn on logging
     monkeypatch.setattr(root, "handlers", list(root.handlers))
     for line, code in python_blocks(relative):   # one namespace per file
+        extra = EXTRA_IMPORT.search(code)
+        if extra and importlib.util.find_spec(extra.group(1)) is None:
+            skipped.append(f"line {line} needs {extra.group(1)}")
+            continue
         with monkeypatch.context(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if code.lstrip().startswith(">>>"):      # a session: its output is checked too
@@ -64,6 +66,8 @@ def test_examples_run(relative, monkeypatch):
             except Exception as exc:
                 raise AssertionError(f"{relative}, example at line {line}: "
                                      f"{type(exc).__name__}: {exc}") from exc
+    if skipped:
+        pytest.skip(f"{relative}: the other blocks ran; {', '.join(skipped)} (not installed)")
 
 
 def run_session(code: str, namespace: dict, where: str) -> None:
