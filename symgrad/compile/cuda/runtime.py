@@ -61,13 +61,14 @@ from functools import lru_cache
 
 import numpy
 
+from ...extras import require
 from .compat import ensure_numpy_names
 
 ensure_numpy_names()         # before numba.cuda: numba-cuda 0.30.x needs numpy.row_stack
-from numba import config, cuda  # noqa: E402 - after the shim above
+cuda = require("numba.cuda", extra="cuda", why="sg.function(target='cuda')")
+from numba import config  # noqa: E402 - after the shim above
 
-from ...errors import FeedError
-from ...extras import require
+from ...errors import FeedError  # noqa: E402
 from ...numba_internals import enabled as internals_enabled
 from ...outputs import OutputMode
 from ..cache import modules as cache
