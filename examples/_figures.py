@@ -21,7 +21,7 @@ DEFAULT_OUT = pathlib.Path(__file__).resolve().parent / "figures"
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add ``--no-plot`` and ``--out DIR`` to ``parser``."""
     parser.add_argument("--no-plot", action="store_true", help="do not draw the figure")
-    parser.add_argument("--out", default=str(DEFAULT_OUT),
+    parser.add_argument("--out", default=str(DEFAULT_OUT), metavar="DIR",
                         help="folder for the figure (default: examples/figures)")
     return parser
 
