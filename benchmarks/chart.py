@@ -37,7 +37,8 @@ def relative_times(results: list) -> dict:
 
 
 def draw(ratios: dict, path: str) -> None:
-    import matplotlib
+    from symgrad.extras import require
+    matplotlib = require("matplotlib", extra="bench", why="benchmark charts")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -71,8 +72,8 @@ def main(argv=None) -> int:
         ratios = relative_times(json.load(fh)["results"])
     try:
         draw(ratios, args.out)
-    except ImportError:
-        print("chart.py: matplotlib is not installed (pip install matplotlib); no chart drawn")
+    except ImportError as exc:
+        print(f"chart.py: no chart drawn: {exc}")
         return 0
     print(f"wrote {os.path.relpath(args.out)}")
     return 0

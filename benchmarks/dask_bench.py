@@ -34,8 +34,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-import dask  # noqa: E402
-import dask.array as da  # noqa: E402
+from symgrad.extras import require  # noqa: E402
+
+dask = require("dask", extra="dask", why="benchmarks/dask_bench.py")
+da = require("dask.array", extra="dask", why="benchmarks/dask_bench.py")
 import numpy as np  # noqa: E402
 
 import symgrad as sg  # noqa: E402

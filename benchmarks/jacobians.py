@@ -260,7 +260,8 @@ def format_table(rows: list) -> str:
 
 def chart(rows: list, path: str) -> Optional[str]:
     try:
-        import matplotlib
+        from symgrad.extras import require
+        matplotlib = require("matplotlib", extra="bench", why="benchmark charts")
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:

@@ -89,8 +89,8 @@ def main(argv=None):
     try:
         chart.draw(chart.relative_times(rows), png)
         print(f"wrote {os.path.relpath(png)}")
-    except ImportError:
-        print("matplotlib is not installed: no chart (pip install matplotlib)")
+    except ImportError as exc:
+        print(f"no chart: {exc}")
     return 0
 
 

@@ -7,6 +7,10 @@ are combined by a tree reduction (exact: the mean is the global sum over the glo
 count). Only one chunk per thread is in memory at a time.
 
     python examples/dask_gradient_descent.py [--rows 1000000] [--chunk 125000] [--steps 12]
+                                             [--no-plot] [--out DIR]
+
+Needs the dask extra: ``pip install -e ".[dask]"``. Figure (with matplotlib): the loss and
+the distance to the true weights per step.
 
 Use a dask.distributed Client (``Client(LocalCluster(...))`` or a real cluster) before the
 loop to run the same code on worker processes.
@@ -15,12 +19,14 @@ loop to run the same code on worker processes.
 import argparse
 import time
 
-import dask
-import dask.array as da
 import numpy as np
-from dask.diagnostics import ProgressBar
 
 import symgrad as sg
+from _figures import add_arguments, need, pyplot, save
+
+dask = need("dask", extra="dask")          # one line and exit code 2 when dask is missing
+da = need("dask.array", extra="dask")
+from dask.diagnostics import ProgressBar  # noqa: E402
 
 FEATURES = 8
 
@@ -52,7 +58,7 @@ def main(argv=None) -> float:
     ap.add_argument("--chunk", type=int, default=125_000)
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--rate", type=float, default=4.0)
-    args = ap.parse_args(argv)
+    args = add_arguments(ap).parse_args(argv)
 
     w_true = np.linspace(-1.0, 1.0, FEATURES)
     b_true = 0.5
@@ -60,6 +66,7 @@ def main(argv=None) -> float:
     X, y = data(args.rows, args.chunk, w_true, b_true)
     w, b = np.zeros(FEATURES), np.zeros(())
     start = time.perf_counter()
+    history = []
     for step in range(args.steps):
         loss, dw, db = f(X, y, w, b)                    # dask arrays: nothing ran yet
         if step in (0, args.steps - 1):
@@ -68,15 +75,24 @@ def main(argv=None) -> float:
         else:
             loss, dw, db = dask.compute(loss, dw, db)
         w, b = w - args.rate * dw, b - args.rate * db
+        history.append((float(loss), float(np.linalg.norm(w - w_true))))
         print(f"step {step:2d}  loss {float(loss):.5f}  |w - w_true| "
               f"{np.linalg.norm(w - w_true):.4f}  b {float(b):+.4f}")
     print(f"{args.steps} steps over {args.rows:,} rows in chunks of {args.chunk:,}: "
           f"{time.perf_counter() - start:.1f} s")
     error = float(np.linalg.norm(w - w_true))
-    print(f"weights within 0.05 of the true ones: {error < 0.05}")
+    assert error < 0.05, f"weights {error:.3f} from the true ones"
     lazy = f(X, y, w, b)[0]
-    print(f"a call only builds a graph (a dask array, nothing computed): "
-          f"{isinstance(lazy, da.Array)}")
+    assert isinstance(lazy, da.Array), "a call should only build a graph (a dask array)"
+    plt = pyplot(args)
+    if plt:
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        ax.plot([h[0] for h in history], "o-", label="loss (cross-entropy)")
+        ax.plot([h[1] for h in history], "s--", label="|w - w_true|")
+        ax.set(xlabel="gradient step", title=f"gradient descent over {args.rows:,} rows "
+               f"in {-(-args.rows // args.chunk)} dask chunks")
+        ax.legend()
+        save(fig, args, "dask_gradient_descent.png")
     return error
 
 

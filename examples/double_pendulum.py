@@ -8,7 +8,9 @@ one placeholder y = (theta1, theta2, omega1, omega2), and ``sg.jacobian`` differ
 graph (not the sympy expression). Both are compiled by ``sg.function`` and handed to
 ``scipy.integrate.solve_ivp(method="BDF", jac=...)``. The total energy must stay constant.
 
-    python examples/double_pendulum.py
+    python examples/double_pendulum.py [--no-plot] [--out DIR]
+
+Figure (with matplotlib): the path of both bobs, and the relative energy drift over time.
 """
 
 import time
@@ -20,7 +22,9 @@ from sympy.physics.mechanics import (LagrangesMethod, Lagrangian, Particle, Poin
                                      ReferenceFrame, dynamicsymbols)
 
 import symgrad as sg
+from _figures import arguments, pyplot, save
 
+args = arguments(__doc__)
 start = time.perf_counter()
 # --- the model, in sympy ---------------------------------------------------------------------
 q1, q2 = dynamicsymbols("q1 q2")
@@ -66,23 +70,39 @@ numeric = {m1: 1.0, m2: 2.0, l1: 1.0, l2: 0.7, g: 9.81}
 sym_f = sp.lambdify((th1, th2, w1, w2), rhs.xreplace(numeric), "numpy")
 sym_jac = sp.lambdify((th1, th2, w1, w2),
                       rhs.xreplace(numeric).jacobian([th1, th2, w1, w2]), "numpy")
-print("f matches sympy.lambdify:",
-      np.allclose(f_rhs(y0)[0], np.ravel(sym_f(*y0)), rtol=1e-12, atol=1e-12))
-print("Jacobian matches sympy's jacobian:",
-      np.allclose(f_jac(y0)[0], np.array(sym_jac(*y0), dtype=float), rtol=1e-10, atol=1e-10))
 h = 1e-6
 fd = np.stack([(f_rhs(y0 + h * e)[0] - f_rhs(y0 - h * e)[0]) / (2 * h) for e in np.eye(4)],
               axis=1)
-print("Jacobian matches finite differences:", np.allclose(f_jac(y0)[0], fd, rtol=1e-6,
-                                                          atol=1e-6))
+errors = {"f - sympy.lambdify": np.abs(f_rhs(y0)[0] - np.ravel(sym_f(*y0))).max(),
+          "J - sympy's jacobian": np.abs(f_jac(y0)[0] - np.array(sym_jac(*y0), dtype=float)).max(),
+          "J - finite differences": np.abs(f_jac(y0)[0] - fd).max()}
+print("max |difference|:", ", ".join(f"{k} {v:.1e}" for k, v in errors.items()))
+assert max(errors.values()) < 1e-6, errors
 
 # --- integrate ---------------------------------------------------------------------------------
 t_end = 3.0
 solution = solve_ivp(lambda t, s: f_rhs(s)[0], (0.0, t_end), y0, method="BDF",
-                     jac=lambda t, s: f_jac(s)[0], rtol=1e-10, atol=1e-10)
+                     jac=lambda t, s: f_jac(s)[0], rtol=1e-10, atol=1e-10,
+                     t_eval=np.linspace(0.0, t_end, 400))
 energies = np.array([f_energy(s)[0] for s in solution.y.T])
 drift = np.max(np.abs(energies - energies[0])) / abs(energies[0])
 print(f"BDF to t = {t_end}: {solution.nfev} rhs calls, {solution.njev} Jacobians, "
       f"theta(t_end) = {solution.y[:2, -1]}, relative energy drift {drift:.2e}")
-print("integration succeeded:", bool(solution.success))
-print("energy drift small (< 1e-6):", bool(drift < 1e-6))
+assert solution.success, solution.message
+assert drift < 1e-6, f"energy drift {drift:.2e} not small"
+
+plt = pyplot(args)
+if plt:
+    th1_t, th2_t = solution.y[0], solution.y[1]
+    x1, y1 = np.sin(th1_t), -np.cos(th1_t)                       # l1 = 1.0
+    x2, y2 = x1 + 0.7 * np.sin(th2_t), y1 - 0.7 * np.cos(th2_t)    # l2 = 0.7
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4))
+    left.plot(x1, y1, lw=1, label="bob 1")
+    left.plot(x2, y2, lw=1, label="bob 2")
+    left.plot([0, x1[0], x2[0]], [0, y1[0], y2[0]], "ko-", ms=4, label="t = 0")
+    left.set(aspect="equal", xlabel="x", ylabel="y", title="double pendulum, BDF")
+    left.legend(fontsize=8)
+    right.plot(solution.t, (energies - energies[0]) / abs(energies[0]))
+    right.set(xlabel="t", ylabel="relative energy change",
+              title=f"energy drift (max {drift:.1e})")
+    save(fig, args, "double_pendulum.png")

@@ -5,18 +5,22 @@ the Hessian times a vector: it never forms the Hessian. ``sg.hvp`` builds that p
 as forward mode over the reverse-mode gradient (one graph, the size of the gradient's),
 and ``sg.function`` compiles the value with its gradient and the product as two kernels.
 
-    python examples/newton_cg.py [n]
+    python examples/newton_cg.py [n] [--no-plot] [--out DIR]
+
+Figure (with matplotlib): the convergence curve, f and the largest gradient entry per
+Newton-CG iteration.
 """
 
-import sys
 import time
 
 import numpy as np
 from scipy.optimize import minimize, rosen, rosen_der, rosen_hess_prod
 
 import symgrad as sg
+from _figures import arguments, pyplot, save
 
-n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+args = arguments(__doc__, size=("n", 1000, "variables (default 1000)"))
+n = args.n
 x = sg.placeholder("x", shape=(n,))
 v = sg.placeholder("v", shape=(n,))
 
@@ -39,23 +43,39 @@ def fun(point):
 
 rng = np.random.default_rng(0)
 probe, direction = rng.uniform(-2.0, 2.0, n), rng.standard_normal(n)
-print("value matches scipy.optimize.rosen:",
-      np.isclose(fun(probe)[0], rosen(probe), rtol=1e-12))
-print("hvp matches scipy.optimize.rosen_hess_prod:",
-      np.allclose(hessp(probe, direction), rosen_hess_prod(probe, direction), rtol=1e-12))
+value_error = abs(fun(probe)[0] / rosen(probe) - 1.0)
+reference = rosen_hess_prod(probe, direction)
+hvp_error = np.abs(hessp(probe, direction) - reference).max() / np.abs(reference).max()
+print(f"relative error against scipy.optimize.rosen {value_error:.1e}, "
+      f"against rosen_hess_prod {hvp_error:.1e}")
+assert value_error < 1e-12 and hvp_error < 1e-12
 
 x0 = np.tile([1.3, 0.7, 0.8, 1.9, 1.2], n // 5 + 1)[:n]  # scipy's tutorial start
 options = {"xtol": 1e-10, "maxiter": 500}
+trace = [fun(x0)]
 start = time.perf_counter()
-result = minimize(fun, x0, jac=True, hessp=hessp, method="Newton-CG", options=options)
+result = minimize(fun, x0, jac=True, hessp=hessp, method="Newton-CG", options=options,
+                  callback=lambda xk: trace.append(fun(xk)))
 elapsed = time.perf_counter() - start
 print(f"Newton-CG: {result.nit} iterations, {result.nfev} function, {result.njev} gradient "
       f"and {result.nhev} hvp evaluations in {elapsed:.3f} s; f = {result.fun:.3e}")
-print("converged to the minimum x = 1:", bool(np.allclose(result.x, 1.0, atol=1e-6)))
+print(f"max |x - 1| at the end: {np.abs(result.x - 1.0).max():.1e}")
+assert np.allclose(result.x, 1.0, atol=1e-6), "did not converge to the minimum x = 1"
 
 start = time.perf_counter()
 analytic = minimize(rosen, x0, jac=rosen_der, hessp=rosen_hess_prod, method="Newton-CG",
                     options=options)
 print(f"scipy's analytic rosen_der and rosen_hess_prod: {analytic.nit} iterations in "
       f"{time.perf_counter() - start:.3f} s")
-print("same iterations as with scipy's analytic derivatives:", analytic.nit == result.nit)
+assert analytic.nit == result.nit, "not the same iterations as scipy's analytic derivatives"
+
+plt = pyplot(args)
+if plt:
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    values = np.array([max(v, 1e-300) for v, _ in trace])
+    ax.semilogy(values, "o-", label="f(x)")
+    ax.semilogy([np.abs(g).max() for _, g in trace], "s--", label="max |gradient|")
+    ax.set(xlabel="Newton-CG iteration",
+           title=f"Extended Rosenbrock, n = {n}: compiled gradient and hvp")
+    ax.legend()
+    save(fig, args, "newton_cg.png")

@@ -10,6 +10,9 @@ compared with finite differences given the same pattern (``jac_sparsity=``).
 
     python examples/reaction_diffusion.py          # 24 x 24 grid (seconds)
     python examples/reaction_diffusion.py --n 128  # 128 x 128 x 2 = 32,768 unknowns
+
+Figure (with matplotlib; ``--no-plot`` skips it, ``--out DIR`` says where): the Jacobian's
+sparsity pattern and the v field at the end time.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ def main(n: int = 24, t_end: float = 20.0) -> dict:
           f"sparsity {t_pattern:.2f} s, pattern + compile {t_compile:.2f} s, "
           f"{t_call * 1e6:.0f} us per Jacobian")
     same = (J.indices == pattern.indices).all() and (J.indptr == pattern.indptr).all()
-    print(f"  the Jacobian's CSR structure is sg.sparsity's pattern: {bool(same)}")
+    assert same, "the Jacobian's CSR structure is not sg.sparsity's pattern"
     dense_check = n <= 32
     if dense_check:   # small grids: against a central-difference Jacobian
         step, fd = 1e-6, np.empty((y0.size, y0.size))
@@ -79,7 +82,9 @@ def main(n: int = 24, t_end: float = 20.0) -> dict:
             e = np.zeros(y0.size)
             e[j] = step
             fd[:, j] = (f(y0 + e) - f(y0 - e)) / (2 * step)
-        print(f"  matches central differences: {bool(np.allclose(J.toarray(), fd, atol=1e-5))}")
+        fd_error = float(np.abs(J.toarray() - fd).max())
+        print(f"  max |J - central differences| {fd_error:.1e}")
+        assert fd_error < 1e-5
 
     runs = {}
     for label, kw in (("sg jac", {"jac": lambda t, s: jf(s)}),
@@ -92,13 +97,34 @@ def main(n: int = 24, t_end: float = 20.0) -> dict:
               f"njev {sol.njev:3d}  nlu {sol.nlu:4d}  status {sol.status}")
     diff = float(np.abs(runs["sg jac"][1].y[:, -1] - runs["jac_sparsity FD"][1].y[:, -1]).max())
     print(f"  max |difference| of the final states: {diff:.2e}")
-    print(f"  the two solutions agree: {diff < 1e-4}")
-    return {"n": n, "diff": diff, "runs": runs, "pattern": pattern}
+    assert diff < 1e-4, "the two solutions disagree"
+    return {"n": n, "t_end": t_end, "diff": diff, "runs": runs, "pattern": pattern}
+
+
+def plot(result: dict, plt):
+    n, pattern = result["n"], result["pattern"]
+    solution = result["runs"]["sg jac"][1]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
+    axes[0].spy(pattern, markersize=max(0.2, 240.0 / n ** 2), color="tab:blue")
+    axes[0].set_title(f"Jacobian pattern: {pattern.shape[0]} x {pattern.shape[1]}, "
+                      f"nnz {pattern.nnz}", fontsize=10)
+    for ax, column in zip(axes[1:], (0, -1)):
+        field = solution.y[:, column].reshape(2, n, n)[1]
+        image = ax.imshow(field, cmap="viridis", origin="lower")
+        ax.set_title(f"v at t = {solution.t[column]:g} ({n} x {n} grid)", fontsize=10)
+        fig.colorbar(image, ax=ax, shrink=0.8)
+    fig.tight_layout()
+    return fig
 
 
 if __name__ == "__main__":
+    from _figures import add_arguments, pyplot, save  # examples/: --no-plot, --out, the figure
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=24, help="grid points per side (default 24)")
     parser.add_argument("--t-end", type=float, default=20.0, help="end time (default 20)")
-    args = parser.parse_args()
-    main(args.n, args.t_end)
+    args = add_arguments(parser).parse_args()
+    result = main(args.n, args.t_end)
+    plt = pyplot(args)
+    if plt:
+        save(plot(result, plt), args, "reaction_diffusion.png")

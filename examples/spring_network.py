@@ -8,12 +8,14 @@ onto the nodes with ``sg.unsorted_segment_sum`` (checked against ``sg.gradients`
 energy), and the Hessian comes back as a ``scipy.sparse.csr_array`` with its exact pattern
 (``sg.hessians(..., sparse=True)``) for ``scipy.sparse.linalg.spsolve``.
 
-    python examples/spring_network.py [nodes per side]
+    python examples/spring_network.py [nodes per side] [--no-plot] [--out DIR]
+
+Figure (with matplotlib): the network at rest and under load, the Hessian's sparsity
+pattern and Newton's convergence.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 
 import numpy as np
@@ -92,6 +94,8 @@ def solve(side: int = 12, load: float = 0.01, verbose: bool = True) -> dict:
         point = point - step
     value, g, fo = value_grad(point)
     h = hessian(point)
+    deformed = sg.evaluate(sg.tensor_scatter_nd_update(sg.constant(nodes), free[:, None],
+                                                       sg.constant(point)), {})
     result = {
         "nodes": nodes.shape[0], "springs": edges.shape[0], "newton_steps": len(history),
         "gradient_norm": float(np.abs(g).max()), "hessian_nnz": h.nnz,
@@ -100,9 +104,8 @@ def solve(side: int = 12, load: float = 0.01, verbose: bool = True) -> dict:
         "pattern_is_exact": bool((h.indices == pattern.indices).all()
                                  and (h.indptr == pattern.indptr).all()),
         "converged": bool(np.abs(g).max() < 1e-9),
-        "tip_drop": float(nodes[loaded, 1].mean() - sg.evaluate(
-            sg.tensor_scatter_nd_update(sg.constant(nodes), free[:, None],
-                                        sg.constant(point)), {})[loaded, 1].mean()),
+        "tip_drop": float(nodes[loaded, 1].mean() - deformed[loaded, 1].mean()),
+        "rest": nodes, "deformed": deformed, "edges": edges, "hessian": h, "history": history,
     }
     if verbose:
         print(f"{result['nodes']} nodes, {result['springs']} springs; Hessian "
@@ -110,10 +113,35 @@ def solve(side: int = 12, load: float = 0.01, verbose: bool = True) -> dict:
         for k, (value, gmax) in enumerate(history):
             print(f"  Newton step {k}: energy {value:+.10f}  max |gradient| {gmax:.2e}")
         print(f"mean drop of the loaded column: {result['tip_drop']:.4f}")
-        for key in ("forces_are_minus_gradient", "pattern_is_exact", "converged"):
-            print(f"{key}: {result[key]}")
+    for key in ("forces_are_minus_gradient", "pattern_is_exact", "converged"):
+        assert result[key], f"{key} is False"
     return result
 
 
+def plot(result: dict, plt):
+    from matplotlib.collections import LineCollection
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), gridspec_kw={"width_ratios": [1.3, 1, 1]})
+    rest, moved, edges = result["rest"], result["deformed"], result["edges"]
+    axes[0].add_collection(LineCollection(rest[edges], colors="0.8", lw=0.8))
+    axes[0].add_collection(LineCollection(moved[edges], colors="tab:blue", lw=0.9))
+    axes[0].plot(*rest[: int(np.sqrt(len(rest)))].T, "k>", ms=4, label="clamped")
+    axes[0].autoscale()
+    axes[0].set(aspect="equal", title=f"at rest (grey) and loaded: drop {result['tip_drop']:.3f}")
+    axes[0].legend(fontsize=8, loc="lower left")
+    axes[1].spy(result["hessian"], markersize=0.6)
+    axes[1].set_title(f"sparse Hessian, nnz {result['hessian_nnz']}", fontsize=10)
+    axes[2].semilogy([max(gmax, 1e-16) for _, gmax in result["history"]], "o-")
+    axes[2].set(xlabel="Newton step", title="Newton convergence: max |gradient|")
+    fig.tight_layout()
+    return fig
+
+
 if __name__ == "__main__":
-    solve(int(sys.argv[1]) if len(sys.argv) > 1 else 12)
+    from _figures import arguments, pyplot, save  # examples/: --no-plot, --out, the figure
+
+    args = arguments(__doc__, size=("side", 12, "nodes per side (default 12)"))
+    outcome = solve(args.side)
+    plt = pyplot(args)
+    if plt:
+        save(plot(outcome, plt), args, "spring_network.png")

@@ -52,7 +52,8 @@ UFUNCS: dict = {
 """numpy ufunc -> the name of the public symgrad function of the same meaning."""
 
 UFUNC_REDUCE: dict = {np.add: "reduce_sum", np.multiply: "reduce_prod",
-                      np.maximum: "reduce_max", np.minimum: "reduce_min"}
+                      np.maximum: "reduce_max", np.minimum: "reduce_min",
+                      np.logical_and: "reduce_all", np.logical_or: "reduce_any"}
 """``ufunc.reduce`` (numpy's default axis is 0) -> the symgrad reduction."""
 
 UFUNC_ACCUMULATE: dict = {np.add: "cumsum", np.multiply: "cumprod"}
@@ -186,6 +187,7 @@ FUNCTIONS: dict = {
     np.max: _reduction("reduce_max", "max"), np.amax: _reduction("reduce_max", "amax"),
     np.min: _reduction("reduce_min", "min"), np.amin: _reduction("reduce_min", "amin"),
     np.prod: _reduction("reduce_prod", "prod"), np.std: _std_var("std"), np.var: _std_var("var"),
+    np.all: _reduction("reduce_all", "all"), np.any: _reduction("reduce_any", "any"),
     np.dot: _dot, np.transpose: lambda a, axes=None: _sg().transpose(a, axes),
     np.reshape: _reshape, np.where: _where,
     np.concatenate: _join("concatenate"), np.stack: _join("stack"), np.clip: _clip,

@@ -25,6 +25,8 @@ from typing import Any
 
 def call_dask(f: Any, args: tuple) -> Any:
     """``f(*args)`` where some arguments are dask arrays: dask arrays out, nothing computed."""
+    from ..extras import require
+    require("dask.array", extra="dask", why="sg.function calls on dask arrays")
     from ..compile.targets import get as get_target
     from .analysis import analyse
     from .execute import Runner

@@ -61,12 +61,14 @@ from functools import lru_cache
 
 import numpy
 
+from ...extras import require
 from .compat import ensure_numpy_names
 
 ensure_numpy_names()         # before numba.cuda: numba-cuda 0.30.x needs numpy.row_stack
-from numba import config, cuda  # noqa: E402 - after the shim above
+cuda = require("numba.cuda", extra="cuda", why="sg.function(target='cuda')")
+from numba import config  # noqa: E402 - after the shim above
 
-from ...errors import FeedError
+from ...errors import FeedError  # noqa: E402
 from ...numba_internals import enabled as internals_enabled
 from ...outputs import OutputMode
 from ..cache import modules as cache
@@ -194,9 +196,8 @@ TRANSFERS: collections.Counter = collections.Counter()
 call run by the reference interpreter). Every copy goes through ``to_device``/``to_host``;
 tests/test_cuda_transfers.py counts them."""
 
-CUPY_MISSING = ("sg.function(target='cuda') runs its structural steps (matmul, layout, "
-                "indexing, scans, reductions) on the GPU with CuPy, which is not installed: "
-                "pip install 'symgrad[cuda]' (or cupy-cuda12x)")
+CUPY_WHY = ("sg.function(target='cuda'): its structural steps (matmul, layout, indexing, "
+            "scans, reductions) run on the GPU with CuPy")
 
 
 @lru_cache(maxsize=None)
@@ -205,11 +206,7 @@ def array_module() -> types.ModuleType:
     so numpy stands in for CuPy and every device step still runs)."""
     if SIMULATOR:
         return numpy
-    try:
-        import cupy
-    except ImportError as exc:
-        raise ImportError(CUPY_MISSING) from exc
-    return cupy
+    return require("cupy", extra="cuda", why=CUPY_WHY)
 
 
 def _fake_array():
