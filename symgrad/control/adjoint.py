@@ -133,18 +133,16 @@ def while_vjp(g, out, inputs: tuple, attrs: dict) -> tuple:
 def cond_vjp(g, out, caps: tuple, attrs: dict) -> tuple:
     """A cond of the two branches' gradients with respect to every capture."""
     index = attrs["index"]
-    true_body, false_body, false_pos = attrs["true_body"], attrs["false_body"], attrs["false_pos"]
+    true_body, false_body = attrs["true_body"], attrs["false_body"]
     floats = [i for i, c in enumerate(caps) if is_floating(c.dtype)]
     if not floats:
         return (None,) * (1 + len(caps))
-    false_caps = [caps[p] for p in false_pos]
     branches = []
-    for branch, own in ((true_body, list(caps[:len(true_body.captures)])),
-                        (false_body, false_caps)):
-        since = branch.since
-        wanted = [caps[i] for i in floats]
+    wanted = [caps[i] for i in floats]
+    for branch in (true_body, false_body):
+        since = marker()      # nodes made from here on are the branch gradient's own
         grads = _gradients([branch.outputs[index]], wanted, [g])
-        branches.append(Body([], grads, since, outside=[g]))
+        branches.append(Body([], grads, since, outside=[g, *caps], inside=branch.order))
     results = cond_outputs(inputs_pred(out), branches[0], branches[1])
     out_grads = [None] * len(caps)
     for k, i in enumerate(floats):
