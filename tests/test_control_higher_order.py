@@ -284,3 +284,33 @@ def test_third_order_through_checkpointed_scan():
         return c
     want = _d(lambda a: _d(lambda b: _d(f, b, 1e-3), a, 1e-3), 0.9, 1e-3)
     np.testing.assert_allclose(got[0], want, rtol=1e-4)
+
+
+def test_forward_mode_through_cond_in_checkpointed_scan_and_while_loop():
+    x = sg.placeholder("x")
+    c, ys = sg.scan(lambda c, xi: (sg.cond(c > 0, lambda: c * sg.sin(x * xi),
+                                           lambda: c * x + xi), c * x),
+                    x, XS, checkpoint=2)
+    y = c + sg.reduce_sum(ys)
+
+    def f(x):
+        c, total = x, 0.0
+        for xi in XS:
+            total += c * x
+            c = c * np.sin(x * xi) if c > 0 else c * x + xi
+        return c + total
+    (j,) = sg.jvp([y], [x], [1.0])
+    (jj,) = sg.jvp([j], [x], [1.0])                       # forward over forward
+    hv = sg.hvp(y, x, 1.0)                                 # forward over reverse
+    (h,) = sg.gradients(sg.gradients(y, [x])[0], [x])      # reverse over reverse
+    i, w = sg.while_loop(lambda i, w: i < 3,
+                         lambda i, w: (i + 1, sg.cond(w > 0, lambda: w * sg.cos(x),
+                                                      lambda: w + x)), [sg.constant(0), x])
+    (jw,) = sg.jvp([w], [x], [1.0])
+    (gw,) = sg.gradients(w, [x])
+    for xv in (0.7, 1.3):
+        got = _all_engines([x], [j, jj, hv, h, jw], [xv], targets=("cpu",))
+        np.testing.assert_allclose(got[0], _d(f, xv, 1e-6), rtol=1e-7)
+        np.testing.assert_allclose(got[1], _d(lambda q: _d(f, q, 1e-5), xv), rtol=1e-5)
+        np.testing.assert_allclose(got[2:4], [got[1]] * 2, rtol=1e-12)
+        np.testing.assert_allclose(got[4], sg.evaluate(gw, {x: xv}), rtol=1e-12)
