@@ -314,3 +314,45 @@ def test_forward_mode_through_cond_in_checkpointed_scan_and_while_loop():
         np.testing.assert_allclose(got[1], _d(lambda q: _d(f, q, 1e-5), xv), rtol=1e-5)
         np.testing.assert_allclose(got[2:4], [got[1]] * 2, rtol=1e-12)
         np.testing.assert_allclose(got[4], sg.evaluate(gw, {x: xv}), rtol=1e-12)
+
+
+def test_second_order_through_nested_and_length_only_checkpointed_scans():
+    p = sg.placeholder("p")
+
+    def length_only(p, k):
+        c, _ = sg.scan(lambda c, _: (c * sg.sin(p + c), None), p, length=5, checkpoint=k)
+        return c
+
+    def nested(p, k):
+        def outer(c, x):
+            d, _ = sg.scan(lambda d, y: (d * sg.cos(p * y + d), None), c,
+                           sg.constant([0.5, 1.0, 1.5]), checkpoint=k)
+            return d + x * p, None
+        c, _ = sg.scan(outer, p, sg.constant([0.1, 0.2, 0.3, 0.4]), checkpoint=k)
+        return c
+
+    def length_only_np(p):
+        c = p
+        for _ in range(5):
+            c = c * np.sin(p + c)
+        return c
+
+    def nested_np(p):
+        c = p
+        for x in (0.1, 0.2, 0.3, 0.4):
+            for y in (0.5, 1.0, 1.5):
+                c = c * np.cos(p * y + c)
+            c = c + x * p
+        return c
+    for f, f_np in ((length_only, length_only_np), (nested, nested_np)):
+        outs = []
+        for k in (None, 2):
+            y = f(p, k)
+            g = sg.gradients(y, [p])[0]
+            outs += [g, sg.gradients(g, [p])[0], sg.jvp([y], [p], [1.0])[0], sg.hvp(y, p, 1.0)]
+        got = sg.evaluate(outs, {p: 0.6})
+        np.testing.assert_allclose(got[4:], got[:4], rtol=1e-12)
+        np.testing.assert_allclose(got[2], got[0], rtol=1e-12)
+        np.testing.assert_allclose(got[0], _d(f_np, 0.6, 1e-6), rtol=1e-7)
+        np.testing.assert_allclose(got[1], _d(lambda q: _d(f_np, q, 1e-5), 0.6), rtol=1e-5)
+        np.testing.assert_allclose(got[3], got[1], rtol=1e-12)
