@@ -5,6 +5,11 @@ carries (``lam``) and the running sums of the captures' gradients (``acc``); its
 the forward carry history, the forward xs and the ys' cotangents. Its body is
 ``sg.gradients`` of the forward body (taken once, on the forward body's own stand-ins,
 which become the reverse body's xs stand-ins) with ``grad_ys = lam + gy``.
+
+With ``checkpoint=k`` the reverse scan replays segments from every k-th carry
+(``records.Replay``); its own derivatives (second order, forward mode) are those of the
+plain reverse scan over the full history (``replayed``). A cond's gradient is a cond of
+the branches' gradients, each a body of its own, so it can be differentiated again.
 """
 
 from __future__ import annotations
