@@ -5,6 +5,11 @@ carries (``lam``) and the running sums of the captures' gradients (``acc``); its
 the forward carry history, the forward xs and the ys' cotangents. Its body is
 ``sg.gradients`` of the forward body (taken once, on the forward body's own stand-ins,
 which become the reverse body's xs stand-ins) with ``grad_ys = lam + gy``.
+
+With ``checkpoint=k`` the reverse scan replays segments from every k-th carry
+(``records.Replay``); its own derivatives (second order, forward mode) are those of the
+plain reverse scan over the full history (``replayed``). A cond's gradient is a cond of
+the branches' gradients, each a body of its own, so it can be differentiated again.
 """
 
 from __future__ import annotations
@@ -49,8 +54,8 @@ def scan_adjoint(body: Body, n_carry: int, n_x: int, init, xs, caps, hist, seeds
     replay, extra = None, ()
     if checkpoint is not None and checkpoint > 1:   # hist holds every k-th carry: replay
         replay = {"body": body, "n_carry": n_carry, "n_x": n_x, "k": checkpoint,
-                  "reverse": reverse, "n_caps": len(caps)}
-        extra = tuple(caps)
+                  "reverse": reverse, "n_caps": len(caps), "n_init": len(init)}
+        extra = tuple(caps) + tuple(init)           # init: for replayed's derivatives
     results = _apply_scan(reverse_body, r_init, r_xs, len(lam) + len(acc), length, not reverse,
                           replay, extra)
     init_grads = [None] * len(init)
@@ -104,17 +109,57 @@ def scan_vjp(g, out, inputs: tuple, attrs: dict) -> tuple:
     index = attrs["index"]
     seeds_h = [g if index == n_carry + n_y + j else None for j in range(n_carry)]
     k = attrs["checkpoint"]
-    if attrs["replay"] is not None or (k is not None and k > 1 and any(h is not None for h in seeds_h)):
-        from ..errors import NoGradientError
+    if attrs["replay"] is not None:
+        return replayed_vjp(g, inputs, attrs)
+    if k is not None and k > 1 and any(h is not None for h in seeds_h):
+        from ..errors import NoGradientError     # only replayed scans read this history
         raise NoGradientError(f"No gradient defined for operation 'scan' at tensor "
-                              f"'{out.name}': second order through sg.scan(..., checkpoint=k) "
-                              "is not supported; use checkpoint=None for higher derivatives")
+                              f"'{out.name}': the history of sg.scan(..., checkpoint=k) "
+                              "holds every k-th carry and has no gradient of its own")
     seeds_c = [g if index == j else None for j in range(n_carry)]
     seeds_y = [g if index == n_carry + j else None for j in range(n_y)]
     init, xs, caps = inputs[:n_carry], inputs[n_carry:n_carry + n_x], inputs[n_carry + n_x:]
     hist = history_nodes(OPS["scan"], inputs, attrs, n_carry + n_y, n_carry)
     return scan_adjoint(body, n_carry, n_x, init, xs, caps, hist, seeds_c, seeds_y,
                         attrs["length"], attrs["reverse"], seeds_h, k)
+
+
+def replayed(inputs: tuple, attrs: dict) -> tuple:
+    """A replayed reverse scan (``checkpoint=k``) as a plain one: (its output of
+    ``attrs["index"]``, the positions of ``inputs`` it reads). It reads the full carry
+    history of a forward scan without checkpoints (run from the forward init and
+    captures, its last inputs), not the checkpoints: the same values, and a graph the
+    plain rules differentiate (second order stores every carry, as checkpoint=None)."""
+    replay, n_c, n_x = attrs["replay"], attrs["n_carry"], attrs["n_x"]
+    fc, fx, n_init = replay["n_carry"], replay["n_x"], replay["n_init"]
+    init = inputs[len(inputs) - n_init:]
+    caps = inputs[len(inputs) - n_init - replay["n_caps"]:len(inputs) - n_init]
+    xs_f = inputs[n_c + fc:n_c + fc + fx]
+    body = replay["body"]
+    fwd = {"body": body, "n_carry": fc, "n_x": fx, "length": attrs["length"],
+           "reverse": replay["reverse"], "checkpoint": None, "replay": None}
+    hist = history_nodes(OPS["scan"], tuple(init) + tuple(xs_f) + tuple(caps), fwd,
+                         len(body.outputs), fc)
+    plain = tuple(inputs[:n_c]) + tuple(hist) + tuple(inputs[n_c + fc:n_c + n_x])
+    plain += tuple(attrs["body"].captures)
+    node = apply(OPS["scan"], plain, {**attrs, "replay": None})
+    return node, [i for i in range(len(inputs)) if not n_c <= i < n_c + fc]
+
+
+def replayed_vjp(g, inputs: tuple, attrs: dict) -> tuple:
+    """The vjp of a replayed reverse scan: ``sg.gradients`` of ``replayed``'s plain scan
+    (the checkpoints get none: it does not read them)."""
+    node, reads = replayed(inputs, attrs)
+    wanted, first = [], {}
+    for i in reads:
+        if is_floating(inputs[i].dtype) and id(inputs[i]) not in first:
+            first[id(inputs[i])] = i
+            wanted.append(inputs[i])
+    grads = _gradients([node], wanted, [g]) if wanted else []
+    out = [None] * len(inputs)
+    for t, grad in zip(wanted, grads):
+        out[first[id(t)]] = grad
+    return tuple(out)
 
 
 def while_vjp(g, out, inputs: tuple, attrs: dict) -> tuple:
@@ -133,18 +178,16 @@ def while_vjp(g, out, inputs: tuple, attrs: dict) -> tuple:
 def cond_vjp(g, out, caps: tuple, attrs: dict) -> tuple:
     """A cond of the two branches' gradients with respect to every capture."""
     index = attrs["index"]
-    true_body, false_body, false_pos = attrs["true_body"], attrs["false_body"], attrs["false_pos"]
+    true_body, false_body = attrs["true_body"], attrs["false_body"]
     floats = [i for i, c in enumerate(caps) if is_floating(c.dtype)]
     if not floats:
         return (None,) * (1 + len(caps))
-    false_caps = [caps[p] for p in false_pos]
     branches = []
-    for branch, own in ((true_body, list(caps[:len(true_body.captures)])),
-                        (false_body, false_caps)):
-        since = branch.since
-        wanted = [caps[i] for i in floats]
+    wanted = [caps[i] for i in floats]
+    for branch in (true_body, false_body):
+        since = marker()      # nodes made from here on are the branch gradient's own
         grads = _gradients([branch.outputs[index]], wanted, [g])
-        branches.append(Body([], grads, since, outside=[g]))
+        branches.append(Body([], grads, since, outside=[g, *caps], inside=branch.order))
     results = cond_outputs(inputs_pred(out), branches[0], branches[1])
     out_grads = [None] * len(caps)
     for k, i in enumerate(floats):

@@ -8,6 +8,10 @@ graph's gradients reach them; inside the body they are read like inputs.
 
 ``since`` is the id of the last node created before the trace (``marker()``): nodes made
 by the trace are inside the body, and so is every node that depends on a stand-in.
+A body built from another one (a branch's gradient) names the other body's nodes as
+``inside`` and the outer values it reads as ``outside``: its ``since`` is the marker taken
+before the gradient was built, so outer nodes made after the first trace (a ``grad_ys``
+placeholder, a second gradient's seeds) are captures, not body nodes.
 
 >>> import numpy as np
 >>> import symgrad as sg
@@ -50,10 +54,11 @@ def stand_in(like: Tensor, role: str, shape: Optional[tuple] = None) -> Tensor:
                        like.dtype)
 
 
-def _free_nodes(outputs: list, inputs: list, since: int, outside: set) -> tuple:
+def _free_nodes(outputs: list, inputs: list, since: int, outside: set, known: set) -> tuple:
     """(order of the body between inputs and outputs, captures). A node is inside the
-    body when it depends on a declared input, is a constant, or was created after ``since``
-    (during the trace); captures are the outside nodes that inside nodes read."""
+    body when it depends on a declared input, is a constant, was created after ``since``
+    (during the trace) or is ``known`` (a node of another body this one is built from);
+    captures are the outside nodes that inside nodes read."""
     declared = {id(t) for t in inputs}
     order = topological_order(outputs)
     inside: dict = {}
@@ -62,7 +67,7 @@ def _free_nodes(outputs: list, inputs: list, since: int, outside: set) -> tuple:
             inside[id(node)] = True
             continue
         inside[id(node)] = id(node) not in outside and (
-            node.op is CONSTANT or node.id > since
+            node.op is CONSTANT or node.id > since or id(node) in known
             or any(inside[id(i)] for i in node.inputs))
     captures: dict = {}
     for node in order:
@@ -87,12 +92,13 @@ class Body:
     """A traced function: ``inputs`` (stand-ins) -> ``outputs``, closing over ``captures``."""
 
     def __init__(self, inputs: Sequence[Tensor], outputs: Sequence[Tensor], since: int,
-                 outside: Sequence[Tensor] = ()):
+                 outside: Sequence[Tensor] = (), inside: Sequence[Tensor] = ()):
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.since = since
         self.order, self.captures = _free_nodes(self.outputs, self.inputs, since,
-                                                   {id(t) for t in outside})
+                                                {id(t) for t in outside},
+                                                {id(t) for t in inside})
         self._key: Optional[str] = None
         self._memo: Optional[tuple] = None
         self.compiled = None          # set by symgrad.compile.loops (the compiled body)

@@ -49,11 +49,12 @@ def run_scan(body, args: tuple, n_carry: int, n_x: int, length, reverse: bool, r
         raise ShapeError(f"sg.scan: xs have different lengths {sorted(lengths)} along axis 0")
     steps = per_step[0].shape[0] if per_step else int(length)
     replayer = None
-    if replay:
-        n_fwd = replay["n_caps"]
+    if replay:       # the last inputs: the forward scan's captures, then its init (unread)
+        n_fwd, n_init = replay["n_caps"], replay.get("n_init", 0)
+        end = len(caps) - n_init
         replayer = Replay(replay, xs[:skip], xs[skip:skip + replay["n_x"]],
-                          caps[len(caps) - n_fwd:], steps, run_replay)
-        caps = caps[:len(caps) - n_fwd]
+                          caps[end - n_fwd:end], steps, run_replay)
+        caps = caps[:end - n_fwd]
     k = checkpoint or 1
     n_y = len(body.outputs) - n_carry
     hist = [np.empty(((steps + k - 1) // k,) + c.shape, c.dtype) for c in carries]
