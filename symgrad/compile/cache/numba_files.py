@@ -123,6 +123,15 @@ def guard_dispatcher(value: object, where: Path, stamp: object = None) -> None:
         value._cache = _GuardedCache(inner, where)
 
 
+def has_cache_file(dispatcher: object) -> bool:
+    """Whether numba's index file of ``dispatcher`` exists (a load is likely; False when it
+    keeps no cache, or a compile of it was interrupted before numba saved it)."""
+    cache = getattr(dispatcher, "_cache", None)
+    files = getattr(getattr(cache, "_inner", cache), "_cache_file", None)
+    path = getattr(files, "_index_path", None)
+    return path is not None and os.path.isfile(path)
+
+
 # what SealedFiles overrides or reads of numba's IndexDataCacheFile (numba-cuda keeps its
 # own copy of that class, with the same members)
 _CACHE_FILE_MEMBERS = ("_load_index", "_load_data", "_open_for_write", "_data_path")
