@@ -34,6 +34,7 @@ from .runtime.compiled import CompiledFunction, Fallback, bind_runtime, iteratio
 from .targets import NAMES as TARGETS, get as get_target
 from .cache import warm
 from .cache.numba_files import has_cache_file
+from ..numba_internals import enabled as internals_enabled
 from .scalar import lower_region, region_of, scalar_graph
 from .scalar import settings as scalar_settings
 
@@ -196,7 +197,10 @@ def _numba_label(ctx: Context) -> str:
 
 
 def _counts(dispatcher) -> tuple:
-    """(compiles, cache loads) numba has counted for ``dispatcher`` so far."""
+    """(compiles, cache loads) numba has counted for ``dispatcher`` so far (numba internals;
+    (0, 0) without them)."""
+    if not internals_enabled():
+        return 0, 0
     return tuple(sum(getattr(dispatcher, name, {}).values())
                  for name in ("_cache_misses", "_cache_hits"))
 
@@ -210,8 +214,10 @@ def numba_pass(ctx: Context) -> str:
                           PARALLEL_THRESHOLD if ctx.spec.threads else 0,
                           "ENTRIES_" in ctx.module.__dict__)
     compiled, loaded = (sum(_counts(d)[i] - b[i] for d, b in zip(found, before)) for i in (0, 1))
-    if compiled or loaded:
-        ctx.phases.relabel("numba compile" if compiled else "numba load")
+    if not (compiled or loaded):       # numba's counters unread (SYMGRAD_NUMBA_INTERNALS=0)
+        how = "compiled" if ctx.built else "loaded from numba's cache"
+        return f"{how} for the signatures of {runs} dry run{'s' * (runs != 1)} of the driver"
+    ctx.phases.relabel("numba compile" if compiled else "numba load")
     return (f"{compiled} compiled, {loaded} loaded from numba's cache, for the signatures "
             f"of {runs} dry run{'s' * (runs != 1)} of the driver")
 

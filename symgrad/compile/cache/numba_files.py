@@ -126,6 +126,8 @@ def guard_dispatcher(value: object, where: Path, stamp: object = None) -> None:
 def has_cache_file(dispatcher: object) -> bool:
     """Whether numba's index file of ``dispatcher`` exists (a load is likely; False when it
     keeps no cache, or a compile of it was interrupted before numba saved it)."""
+    if not internals_enabled():
+        return False
     cache = getattr(dispatcher, "_cache", None)
     files = getattr(getattr(cache, "_inner", cache), "_cache_file", None)
     path = getattr(files, "_index_path", None)
