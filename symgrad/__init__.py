@@ -8,7 +8,6 @@
 array([0.    , 1.3818, 0.077 ])
 """
 
-from .compile import function
 from .differentiate import AggregationMethod, UnconnectedGradients, gradients, prevent_gradient
 from .errors import (CacheWarning, CompileError, DTypeError, FeedError, GraphError, NoGradientError,
                      ShapeError, SymgradError, TapeError, UnconnectedGradientError)
@@ -77,3 +76,13 @@ __all__ += ["SegmentIdError"] + _ASSEMBLY
 # v4 control flow: loops and branches as single ops (symgrad/control, docs/control_flow.md)
 from .control import cond, fori_loop, scan, while_loop  # noqa: E402
 __all__ += ["cond", "fori_loop", "scan", "while_loop"]
+
+
+def __getattr__(name: str):
+    """``sg.function`` loads the compiler (numba among it) when first used: ``import symgrad``
+    stays light (issue 29 item 5; tests/test_import_time.py)."""
+    if name == "function":
+        from .compile.function import function
+        globals()["function"] = function
+        return function
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

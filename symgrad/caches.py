@@ -16,6 +16,7 @@ which no library can free). What stays is bounded memos that make later compiles
 from __future__ import annotations
 
 import functools
+import sys
 
 __all__ = ["clear_caches", "cache_info"]
 
@@ -36,17 +37,25 @@ def _lru_caches() -> dict:
     return found
 
 
+def _loaded(name: str) -> object:
+    """symgrad's module ``name`` if this process has loaded it, else None: a compiler module
+    not yet loaded holds nothing, and loading it here would load numba (tests/
+    test_import_time.py)."""
+    return sys.modules.get(f"{__package__}.{name}")
+
+
 def cache_info() -> dict:
     """Entries held by each of symgrad's in-memory caches: ``formulas`` and ``derived``
     (the fold's formula memo, at most ``rewrite.FORMULA_MEMO`` entries), ``symbols``,
     ``gradient_rules`` (the lru caches of partials, sweep and forward-mode rules, each
     bounded), ``modules`` (generated modules in use), ``pickled`` (functions registered for
     unpickling in this process), ``sympy`` (sympy's own cache)."""
-    from .compile.cache import modules
-    from .compile.plan import rewrite
     from .distributed import pickling
-    info = {"formulas": len(rewrite._FORMULAS), "derived": len(rewrite._DERIVED),
-            "symbols": len(rewrite._POSITIONAL), "modules": len(modules._LOADED),
+    rewrite, modules = _loaded("compile.plan.rewrite"), _loaded("compile.cache.modules")
+    info = {"formulas": len(getattr(rewrite, "_FORMULAS", ())),
+            "derived": len(getattr(rewrite, "_DERIVED", ())),
+            "symbols": len(getattr(rewrite, "_POSITIONAL", ())),
+            "modules": len(getattr(modules, "_LOADED", ())),
             "pickled": len(pickling._REGISTRY)}
     info["gradient_rules"] = sum(f.cache_info().currsize for f in _lru_caches().values())
     try:
@@ -65,11 +74,12 @@ def clear_caches() -> None:
     cache) are not touched. numba's machine code of functions already compiled is never
     freed (numba has no way to)."""
     from sympy.core.cache import clear_cache
-    from .compile.plan import rewrite
     from .distributed import pickling
-    rewrite._FORMULAS.clear()
-    rewrite._DERIVED.clear()
-    rewrite._POSITIONAL.clear()
+    rewrite = _loaded("compile.plan.rewrite")
+    if rewrite is not None:
+        rewrite._FORMULAS.clear()
+        rewrite._DERIVED.clear()
+        rewrite._POSITIONAL.clear()
     for f in _lru_caches().values():
         f.cache_clear()
     with pickling._GUARD:

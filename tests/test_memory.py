@@ -86,3 +86,65 @@ def test_lru_wrapper_check_sees_lru_caches():
     found = caches._lru_caches()
     assert len(found) >= 4
     assert all(isinstance(fn, functools._lru_cache_wrapper) for fn in found.values())
+
+
+needs_internals = pytest.mark.skipif(
+    not __import__("symgrad.numba_internals", fromlist=["enabled"]).enabled() or
+    __import__("os").environ.get("NUMBA_DISABLE_JIT") == "1",
+    reason="numba's engine is reached through its internals")
+
+
+@needs_internals
+def test_dropped_functions_hand_their_llvm_modules_back_to_numba():
+    """numba's engine keeps the LLVM module of every compile for ever; a released module's
+    kernels leave it (docs/memory.md), and the same graph compiles and runs again."""
+    from symgrad.compile.cache import unload
+
+    f, _ = _compile(1.0 + 1 / 6073.0)
+    v = np.linspace(0, 1, 7)
+    want = f(v)
+    found = unload.engine_modules(f.module.__dict__)
+    assert len(found) >= 2                            # the scalar body and its loop at least
+    other, _ = _compile(1.0 + 2 / 6073.0)            # another key, held throughout
+    kept = unload.engine_modules(other.module.__dict__)
+    del f
+    gc.collect()
+    assert all(module not in engine._modules for engine, module in found)
+    assert all(module in engine._modules for engine, module in kept)
+    again, _ = _compile(1.0 + 1 / 6073.0)            # numba's cache or a compile: same values
+    for got, w in zip(again(v), want):
+        np.testing.assert_array_equal(got, w)
+    assert np.isfinite(other(v)[0])
+
+
+@needs_internals
+def test_handing_back_waits_while_another_thread_compiles():
+    import threading
+
+    from numba.core.compiler_lock import global_compiler_lock
+
+    from symgrad.compile.cache import unload
+
+    f, _ = _compile(1.0 + 3 / 6073.0)
+    f(np.linspace(0, 1, 3))
+    found = unload.engine_modules(f.module.__dict__)
+    held, go = threading.Event(), threading.Event()
+
+    def compiling():
+        with global_compiler_lock:
+            held.set()
+            go.wait(30)
+    t = threading.Thread(target=compiling)
+    t.start()
+    held.wait(30)
+    try:
+        assert unload.hand_back(found) == 0          # never blocks: left for later
+        assert all(module in engine._modules for engine, module in found)
+    finally:
+        go.set()
+        t.join()
+    assert unload.hand_back([]) == len(found)      # the next call hands them back
+    assert all(module not in engine._modules for engine, module in found)
+    unload._PENDING.clear()
+    del f
+    gc.collect()                                    # its release finds nothing left to do

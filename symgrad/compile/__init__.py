@@ -44,6 +44,13 @@ reads ``inputs`` with the same subscripts and writes/accumulates ``outputs`` (at
 per-block partial sums for reductions).
 """
 
-from .function import CompiledFunction, function
-
 __all__ = ["CompiledFunction", "function"]
+
+
+def __getattr__(name: str):
+    """``function`` and ``CompiledFunction`` load the compiler (numba among it) on first use,
+    so that ``import symgrad`` stays light (issue 29 item 5; tests/test_import_time.py)."""
+    if name in __all__:
+        from . import function as module
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,7 +19,7 @@ from ..outputs import output_list
 from .cache import modules as cache
 from .cache.key import CODEGEN_VERSION, compile_key
 from .cpu.driver import PARALLEL_THRESHOLD, ModuleWriter
-from .cpu.eager import compile_module
+from .cpu.eager import compile_module, dispatchers
 from .plan.fold import fold_graph
 from .plan.hoist import hoist_invariants
 from .codegen.lower import lower_kernel
@@ -28,11 +28,13 @@ from .cpu.numba_startup import defer_blas_check
 from .plan.oprules import PLACEHOLDER
 from .passes import Context, Pass, run_passes
 from .printing.printer import MATH_MODES
-from .progress import Phases, progress_stream
+from .progress import Phases, label, progress_stream
 from .plan.regions import Step, build_plan
 from .runtime.compiled import CompiledFunction, Fallback, bind_runtime, iteration_shape
 from .targets import NAMES as TARGETS, get as get_target
 from .cache import warm
+from .cache.numba_files import has_cache_file
+from ..numba_internals import enabled as internals_enabled
 from .scalar import lower_region, region_of, scalar_graph
 from .scalar import settings as scalar_settings
 
@@ -184,14 +186,40 @@ def bind_pass(ctx: Context) -> str:
     return f"runtime bound; calls run {module.__name__}.run"
 
 
+def _numba_label(ctx: Context) -> str:
+    """"numba load" where numba's cache holds files of the module's functions (none where
+    the module was built now, or where its numba compile was interrupted before numba saved
+    anything), else "numba compile"; ``numba_pass`` corrects it if numba did otherwise."""
+    if ctx.built:
+        return "numba compile"
+    return "numba load" if any(map(has_cache_file, dispatchers(ctx.module).values())) \
+        else "numba compile"
+
+
+def _counts(dispatcher) -> tuple:
+    """(compiles, cache loads) numba has counted for ``dispatcher`` so far (numba internals;
+    (0, 0) without them)."""
+    if not internals_enabled():
+        return 0, 0
+    return tuple(sum(getattr(dispatcher, name, {}).values())
+                 for name in ("_cache_misses", "_cache_hits"))
+
+
 def numba_pass(ctx: Context) -> str:
     if ctx.built:
         defer_blas_check()   # numba's first compile: its registries without scipy.linalg
+    found = dispatchers(ctx.module).values()
+    before = [_counts(d) for d in found]
     runs = compile_module(ctx.module, ctx.inputs,
                           PARALLEL_THRESHOLD if ctx.spec.threads else 0,
                           "ENTRIES_" in ctx.module.__dict__)
-    how = "compiled" if ctx.built else "loaded from numba's cache"
-    return f"{how} for the signatures of {runs} dry run{'s' * (runs != 1)} of the driver"
+    compiled, loaded = (sum(_counts(d)[i] - b[i] for d, b in zip(found, before)) for i in (0, 1))
+    if not (compiled or loaded):       # numba's counters unread (SYMGRAD_NUMBA_INTERNALS=0)
+        how = "compiled" if ctx.built else "loaded from numba's cache"
+        return f"{how} for the signatures of {runs} dry run{'s' * (runs != 1)} of the driver"
+    ctx.phases.relabel("numba compile" if compiled else "numba load")
+    return (f"{compiled} compiled, {loaded} loaded from numba's cache, for the signatures "
+            f"of {runs} dry run{'s' * (runs != 1)} of the driver")
 
 
 def device_module_pass(ctx: Context) -> str:
@@ -207,8 +235,7 @@ FRONT = [Pass("fold", fold_pass), Pass("scalar", scalar_pass, phase=None), Pass(
 PIPELINE = FRONT + [
     Pass("module", module_pass, phase="module (cache or build)"),
     Pass("bind", bind_pass, phase=None),
-    Pass("numba compile", numba_pass,
-         phase=lambda ctx: "numba compile" if ctx.built else "numba load"),
+    Pass("numba compile", numba_pass, phase=lambda ctx: _numba_label(ctx)),
 ]
 """The cpu targets' passes, in order (after ``WARM``'s miss, then ``STORE``)."""
 WARM = [Pass("warm key", warm_pass, phase=None)]
@@ -230,7 +257,9 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
     softplus in loop kernels with symgrad's vectorisable forms (at most 1-4 ulp, libm's
     special values; docs/vecmath.md); ``math="libm"`` calls libm as numba does. The cuda
     target always uses the device's math library. ``progress``: show the compile's phases
-    on stderr (None: when stderr is a terminal and the compile takes over 2 s)."""
+    on stderr, one line per phase (None: when stderr is a terminal and the compile takes over
+    2 s, unless ``SYMGRAD_PROGRESS=1`` or ``0`` says always or never). Ctrl-C ends a build
+    with one line (a ``KeyboardInterrupt``); the caches stay valid."""
     spec = get_target(target)
     if progress not in (None, True, False):
         raise ValueError(f"sg.function: progress must be None, True or False, got {progress!r}")
@@ -243,14 +272,15 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
         return sparse
     outputs, mode = output_list(outputs, "sg.function")
     inputs = _as_inputs(inputs, outputs)
-    phases = Phases(f"f({', '.join(p.name for p in inputs)}) target={target!r}",
-                    **progress_stream(progress))
+    name = label([p.name for p in inputs]) + ("" if target == "cpu" else f" target={target!r}")
+    phases = Phases(name, target=target, **progress_stream(progress))
     ctx = Context(inputs, outputs, mode, spec, math, phases)
-    if spec.device:
-        run_passes(ctx, DEVICE_PIPELINE)
-    else:
-        run_passes(ctx, WARM)
-        run_passes(ctx, WARM_TAIL if ctx.extra.get("warm") else PIPELINE + STORE)
+    with phases.running():    # Ctrl-C: one line (cache files are written atomically)
+        if spec.device:
+            run_passes(ctx, DEVICE_PIPELINE)
+        else:
+            run_passes(ctx, WARM)
+            run_passes(ctx, WARM_TAIL if ctx.extra.get("warm") else PIPELINE + STORE)
     f = ctx.function
     f.math, f.compiler, f.passes = math, function, ctx.records
     f._start_specialising(spec.nests)     # unknown lengths: nests per call's lengths

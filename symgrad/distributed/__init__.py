@@ -60,7 +60,7 @@ def math_of(f: Any) -> str:
     return f.math
 
 
-from ..compile.runtime.compiled import DISTRIBUTED  # noqa: E402
+from ..compile.runtime.hooks import DISTRIBUTED  # noqa: E402
 from .pickling import reduce_function  # noqa: E402
 
 DISTRIBUTED.update(call_dask=call_dask, reduce_function=reduce_function)

@@ -23,6 +23,7 @@ once, so under that layer a module's parallel kernels are serialised by one lock
 from __future__ import annotations
 
 import hashlib
+import linecache
 import os
 import stat
 import sys
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .helpers import cache_helpers
+from . import unload
 from .numba_files import guard_numba_cache, guard_parallel, numba_cache_allowed
 from .trust import (KEY_BYTES, OPEN_FLAGS, key_file, read_all, sealed, secret_key, unsealed,
                     warn_once, write_all)
@@ -136,7 +138,7 @@ def attach(module: types.ModuleType, function: object) -> None:
                       compile_error_=lambda exc: user()._compile_error(exc))
         users.add(function)
         ns["USES_"] += 1
-    weakref.finalize(function, _detach, name, ns)
+    weakref.finalize(function, _detach, name, ns).atexit = False   # nothing to free at exit
 
 
 def _detach(name: str, ns: dict) -> None:
@@ -150,7 +152,10 @@ def _detach(name: str, ns: dict) -> None:
         module = _LOADED.get(name)
         if module is not None and module.__dict__ is ns:
             _LOADED.pop(name, None)
+        compiled = unload.engine_modules(ns)
+        linecache.cache.pop(ns.get("__file__"), None)   # the source lines numba read
         release(ns)
+    unload.hand_back(compiled)   # numba's engine lets go of the kernels' LLVM modules
 
 
 def release(ns: dict) -> None:

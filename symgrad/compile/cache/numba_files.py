@@ -17,8 +17,6 @@ import types
 from pathlib import Path
 from typing import Callable, Optional
 
-from numba.core.caching import IndexDataCacheFile, NullCache
-
 from ...numba_internals import enabled as internals_enabled
 from .trust import read_regular, seal_bytes, unseal_bytes, warn_once
 
@@ -116,12 +114,24 @@ def guard_dispatcher(value: object, where: Path, stamp: object = None) -> None:
     if hasattr(inner, "load_overload") and not isinstance(inner, _GuardedCache):
         sealed = sealed_cache_file(getattr(inner, "_cache_file", None))
         if sealed is None:          # a cache file class we do not know: no cache at all
+            from numba.core.caching import NullCache
             value._cache = NullCache()
             return
         if stamp is not None:
             sealed._source_stamp = (sealed._source_stamp, stamp)
         inner._cache_file = sealed
         value._cache = _GuardedCache(inner, where)
+
+
+def has_cache_file(dispatcher: object) -> bool:
+    """Whether numba's index file of ``dispatcher`` exists (a load is likely; False when it
+    keeps no cache, or a compile of it was interrupted before numba saved it)."""
+    if not internals_enabled():
+        return False
+    cache = getattr(dispatcher, "_cache", None)
+    files = getattr(getattr(cache, "_inner", cache), "_cache_file", None)
+    path = getattr(files, "_index_path", None)
+    return path is not None and os.path.isfile(path)
 
 
 # what SealedFiles overrides or reads of numba's IndexDataCacheFile (numba-cuda keeps its
@@ -139,11 +149,7 @@ def sealed_cache_file(files: object) -> Optional["SealedFiles"]:
         return None
     if isinstance(files, SealedFiles):
         return files
-    cls = _SEALED_CLASSES.get(base)
-    if cls is None:
-        cls = SealedCacheFile if base is IndexDataCacheFile else type(
-            "Sealed" + base.__name__, (SealedFiles, base), {})
-        _SEALED_CLASSES[base] = cls
+    cls = _sealed_class(base)
     sealed = cls.__new__(cls)
     sealed.__dict__.update(vars(files))
     return sealed
@@ -193,8 +199,25 @@ class SealedFiles:
         return payload
 
 
-class SealedCacheFile(SealedFiles, IndexDataCacheFile):
-    """numba's ``IndexDataCacheFile``, sealed (``SealedFiles``)."""
+def _sealed_class(base: type) -> type:
+    """``base`` (a cache-file class) with ``SealedFiles`` mixed in, made once per class."""
+    cls = _SEALED_CLASSES.get(base)
+    if cls is None:
+        from numba.core.caching import IndexDataCacheFile
+        name = "SealedCacheFile" if base is IndexDataCacheFile else "Sealed" + base.__name__
+        cls = type(name, (SealedFiles, base), {"__module__": __name__, "__doc__":
+                                               f"numba's ``{base.__name__}``, sealed."})
+        _SEALED_CLASSES[base] = cls
+    return cls
+
+
+def __getattr__(name: str) -> type:
+    """``SealedCacheFile``: numba's ``IndexDataCacheFile`` sealed, made when first asked for
+    (numba loads with the compiler, not at ``import symgrad``)."""
+    if name == "SealedCacheFile":
+        from numba.core.caching import IndexDataCacheFile
+        return _sealed_class(IndexDataCacheFile)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _GuardedCache:

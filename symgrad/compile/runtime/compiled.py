@@ -21,16 +21,11 @@ from ...graph.tensor import Tensor
 from ...outputs import OutputMode
 from ...shapes import format_shape
 from .explain import explain
+from .hooks import DISTRIBUTED
 from ..plan.regions import Kernel, Plan, Step
 from .variants import pattern, with_fixed_axes
 from . import specialise
 from ..cpu.workspace import Workspaces
-
-
-DISTRIBUTED: dict = {"call_dask": None, "reduce_function": None}
-"""Set by ``symgrad.distributed`` when imported (``import symgrad`` imports it; it imports
-dask only when a call with dask arrays arrives): how a call with dask arrays runs and how a
-compiled function pickles. The distributed package builds on this module, not the reverse."""
 
 
 class CompiledFunction:
