@@ -36,6 +36,9 @@ import numpy as np
 from dataclasses import dataclass
 from typing import Optional
 
+RAISING_HELPERS = ("symgrad.compile.kernel_lib.linalg_checks:",)
+"""Helpers that may raise (the linalg checks): the status a call returns is ignored here,
+so a kernel calling one stays numba's, which propagates the exception."""
 FLAGS = "reassoc nsz contract afn"   # templates.FASTMATH, as LLVM flags
 # A body of more statements than this drops 'reassoc': LLVM's Reassociate pass takes a
 # tree of single-use reassociable operations whole, at a cost that grows faster than
@@ -287,6 +290,8 @@ class _Emitter:
         if node.keywords:
             raise Unsupported("call")
         spec = self.helpers[node.func.id]
+        if spec.startswith(RAISING_HELPERS):
+            raise Unsupported("a helper that may raise")
         args, kind = self.numbers(node.args)
         kinds = (kind,) * len(args)
         self.called.add((spec, kinds))
