@@ -62,6 +62,11 @@ CholeskyPivot = _check("cholesky_pivot_")
 _ONE, _ZERO_INT = sp.Integer(1), sp.Integer(0)
 
 
+def _select(*pairs) -> sp.Piecewise:
+    """A ``Piecewise`` over atoms, unevaluated (sympy's evaluation of one costs ~1 ms)."""
+    return sp.Piecewise(*pairs, evaluate=False)
+
+
 # --- LU with partial pivoting as selects ---------------------------------------------------
 def _pivot_rows(code, a: list, rhs: list, sign, k: int, dtype):
     """Rows ``k..n-1`` conditionally swapped so that row ``k`` holds the first largest
@@ -77,11 +82,11 @@ def _pivot_rows(code, a: list, rhs: list, sign, k: int, dtype):
                 top, low = rows[k][j], rows[i][j]
                 if top == low:
                     continue
-                rows[k][j] = code.bind(sp.Piecewise((low, cond), (top, True)), dtype)
-                rows[i][j] = code.bind(sp.Piecewise((top, cond), (low, True)), dtype)
-        big = code.bind(sp.Piecewise((size, cond), (big, True)), dtype)
+                rows[k][j] = code.bind(_select((low, cond), (top, True)), dtype)
+                rows[i][j] = code.bind(_select((top, cond), (low, True)), dtype)
+        big = code.bind(_select((size, cond), (big, True)), dtype)
         if sign is not None:
-            sign = code.bind(sp.Piecewise((-sign, cond), (sign, True)), dtype)
+            sign = code.bind(_select((-sign, cond), (sign, True)), dtype)
     return sign
 
 
@@ -96,7 +101,7 @@ def _lu(code, a: list, rhs: list, dtype, check: Optional[type], sign=None):
         a[k][k] = p
         for i in range(k + 1, n):
             if check is None:
-                m = code.bind(sp.Piecewise((a[i][k] / p, sp.Ne(p, 0)), (_ZERO_INT, True)),
+                m = code.bind(_select((a[i][k] / p, sp.Ne(p, 0)), (_ZERO_INT, True)),
                               dtype)
             else:
                 m = code.bind(a[i][k] / p, dtype)
@@ -139,7 +144,7 @@ def lu_slogdet(code, a: list, dtype) -> tuple:
     sign = _lu(code, a, [[] for _ in a], dtype, None, sign=_ONE)
     for i in range(len(a)):
         d = a[i][i]
-        s = sp.Piecewise((_ONE, d > 0), (-_ONE, d < 0), (_ZERO_INT, True))
+        s = _select((_ONE, d > 0), (-_ONE, d < 0), (_ZERO_INT, True))
         sign = code.bind(sign * s, dtype)
     logs = sp.Add(*[code.bind(sp.log(code.bind(sp.Abs(a[i][i]), dtype)), dtype)
                     for i in range(len(a))])
