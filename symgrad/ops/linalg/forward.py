@@ -136,6 +136,7 @@ def qr(xp, a, full_matrices, index):
 
 
 FORWARDS = {"cholesky": cholesky, "triangular_solve": triangular_solve, "solve": solve,
-            "inv": inv, "det": det, "adjugate": adjugate, "slogdet": slogdet, "eigh": eigh, "qr": qr}
+            "inv": inv, "det": det, "adjugate": adjugate, "slogdet": slogdet, "eigh": eigh,
+            "qr": qr}
 """Each record's forward ``fn(xp, *inputs, **attrs)`` by record name (the records bind the
 host form; ``compile/cuda/steps.py`` reads ``records.DEVICE_FORWARDS``, keyed by record)."""
