@@ -49,6 +49,7 @@ from .ops.indexing import records as I
 from .ops.layout import api as LA
 from .ops.layout import band as B
 from .ops.layout import records as L
+from .ops.linalg.batching import LINALG_RULES
 from .ops.reductions import records as R
 from .ops.scans import records as SC
 from .ops.registry import OpDef, apply
@@ -359,7 +360,7 @@ BATCH_RULES: dict = {
     L.broadcast_to: _broadcast_to, L.tile_grad: _tile_grad,
     # the families shared with the Dask chunking analysis (distributed/axes.py)
     **{op: _named_axes for op in AXIS_ATTR}, **{op: _attrs_same for op in TRAILING_CORE},
-    **{op: _per_axis for op in PER_AXIS},
+    **{op: _per_axis for op in PER_AXIS}, **LINALG_RULES,
 }
 
 # Inputs an op reads only for their shape: a batched one never makes the output batched.

@@ -119,12 +119,20 @@ def test_slogdet_grad_invertible_is_inverse_transpose():
                                atol=1e-10)
 
 
-def test_det_grad_singular_is_a_documented_difference():
-    """Newer TF gives the adjugate (via an SVD) at a singular matrix; symgrad's det gradient
-    is TF's classic ``det * inv(a)^T`` and raises sg.LinAlgError naming inv there
-    (docs/linalg.md)."""
+def test_det_grad_singular_is_the_adjugate():
+    """DetGradSingularMatrixTest.testDetGradSingular2x2 (newer TF, JAX): at a singular
+    matrix det's gradient is the adjugate's transpose, not an error (docs/linalg.md)."""
     m = sg.placeholder("m", (2, 2))
     (grad,) = sg.gradients(la.det(m), [m])
+    value = sg.evaluate(grad, {m: np.array([[1.0, 2.0], [2.0, 4.0]])})
+    np.testing.assert_allclose(value, [[4.0, -2.0], [-2.0, 1.0]], atol=1e-12)
+
+
+def test_slogdet_grad_singular_raises_naming_inv():
+    """log|det| is -inf at a singular matrix and its gradient unbounded: the gradient
+    (``inv(a)^T``) raises sg.LinAlgError naming inv (docs/linalg.md)."""
+    m = sg.placeholder("m", (2, 2))
+    (grad,) = sg.gradients(la.slogdet(m)[1], [m])
     with pytest.raises(sg.LinAlgError, match="inv"):
         sg.evaluate(grad, {m: np.array([[1.0, 2.0], [2.0, 4.0]])})
 

@@ -30,8 +30,8 @@ STRUCTURAL_TESTED |= {"gather", "cumsum", "cumprod", "einsum", "tensordot", "arg
                       "one_hot"}
 INTERNAL |= {"gather_grad", "shift", "linrec", "einsum_mask"}
 # sg.linalg (inputs must be positive definite, symmetric...): tests/test_linalg.py
-STRUCTURAL_TESTED |= {"cholesky", "triangular_solve", "solve", "inv", "det", "slogdet", "eigh",
-                      "qr"}
+STRUCTURAL_TESTED |= {"cholesky", "triangular_solve", "solve", "inv", "det", "adjugate", "slogdet",
+                      "eigh", "qr"}
 # assembly ops: their cases live in tests/test_assembly.py
 STRUCTURAL_TESTED |= {"scatter_nd", "tensor_scatter_nd_add", "tensor_scatter_nd_update",
                       "gather_nd"}

@@ -43,7 +43,8 @@ from .trust import key_persists, key_tag
 
 #: the modules whose njit helpers generated code links
 HELPER_MODULES = ("symgrad.compile.kernel_lib.vecmath", "symgrad.compile.kernel_lib.support",
-                  "symgrad.compile.kernel_lib.support_v2")
+                  "symgrad.compile.kernel_lib.support_v2",
+                  "symgrad.compile.kernel_lib.linalg_checks")
 #: every source file those helpers' bodies come from (their stamp)
 _SOURCES = HELPER_MODULES + ("symgrad.ops.elementwise.scalar_math",)
 

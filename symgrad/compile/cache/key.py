@@ -27,7 +27,7 @@ from . import modules as cache
 
 __all__ = ["CODEGEN_VERSION", "compile_key"]
 
-CODEGEN_VERSION = "9"    # scalar kernels' _into form; gather bounds without max/min; scalar kernels; reuse fix
+CODEGEN_VERSION = "10"   # small linalg in scalar kernels; scalar kernels' _into form; gather bounds without max/min; scalar kernels; reuse fix
 
 
 def compile_key(graph, target: str, mode: OutputMode, math: str) -> str:

@@ -39,6 +39,7 @@ from ...ops.reductions import records as R
 from ...ops.symbols import dtype_kind
 from ..codegen.lower import _attrs_key, node_expression, node_formula
 from ..printing.printer import ZERO, number
+from .linalg_elements import LINALG_RULES
 
 __all__ = ["ELEMENT_RULES", "ElementCode", "region_code"]
 
@@ -71,8 +72,11 @@ def _scatter(node, args: list) -> np.ndarray:
     return out
 
 
-ELEMENT_RULES = {**{op: _numpy_forward for op in _MOVES + _SUMS}, I.getitem_grad: _scatter}
-"""{structural record: rule(node, input object arrays) -> object array of its value}."""
+ELEMENT_RULES = {**{op: _numpy_forward for op in _MOVES + _SUMS}, I.getitem_grad: _scatter,
+                 **LINALG_RULES}
+"""{structural record: rule(node, input object arrays) -> object array of its value}; a rule
+with ``binds = True`` (small linear algebra, ``linalg_elements.py``) also takes the
+``ElementCode`` to bind its intermediate values."""
 
 
 def _clean(value, dtype) -> sp.Basic:
@@ -206,7 +210,8 @@ def node_elements(node, args: list, code: ElementCode) -> np.ndarray:
     """The value of ``node`` as an object array over the elements of ``args``."""
     if node.kind == "elementwise":
         return _elementwise(node, args, code)
-    value = ELEMENT_RULES[node.op](node, args)
+    rule = ELEMENT_RULES[node.op]
+    value = rule(node, args, code) if getattr(rule, "binds", False) else rule(node, args)
     if value.shape != node.shape:
         raise AssertionError(f"scalar pass: rule of {node.op} gave shape {value.shape}, "
                              f"expected {node.shape}")

@@ -25,7 +25,7 @@ import numpy as np
 from ...errors import LinAlgError
 
 __all__ = ["FORWARDS", "cholesky", "triangular_solve", "solve", "inv", "det", "slogdet",
-           "eigh", "qr", "adjoint"]
+           "eigh", "qr", "adjugate", "adjoint"]
 
 
 @contextmanager
@@ -95,6 +95,29 @@ def det(xp, a):
     return xp.linalg.det(a)
 
 
+def adjugate(xp, a):
+    """The adjugate ``adj(a)`` (``det(a) inv(a)`` where ``a`` is invertible), continuous at
+    singular matrices: from the SVD ``a = u diag(s) vh``,
+    ``adj(a) = det(u) det(vh) vh^T diag(prod_{j != i} s_j) u^T`` (TF's and JAX's det
+    gradient at a singular matrix).
+
+    >>> import numpy as np
+    >>> adjugate(np, np.array([[1.0, 2.0], [2.0, 4.0]]))
+    array([[ 4., -2.],
+           [-2.,  1.]])
+    """
+    n = a.shape[-1]
+    if n == 0:
+        return xp.zeros_like(a)
+    u, s, vh = xp.linalg.svd(a)
+    eye = xp.eye(n, dtype=bool)
+    others = xp.where(eye, xp.ones_like(s)[..., None, :], s[..., None, :])   # row i: s, s_i=1
+    cof = xp.prod(others, axis=-1)                                          # prod_{j != i}
+    sign = xp.linalg.det(u) * xp.linalg.det(vh)
+    out = xp.matmul(adjoint(xp, vh) * cof[..., None, :], adjoint(xp, u))
+    return (out * sign[..., None, None]).astype(a.dtype, copy=False)
+
+
 def slogdet(xp, a, index):
     """``(sign, log|det|)[index]``: a singular matrix gives ``(0, -inf)``, as numpy and TF."""
     return xp.linalg.slogdet(a)[index]
@@ -113,6 +136,7 @@ def qr(xp, a, full_matrices, index):
 
 
 FORWARDS = {"cholesky": cholesky, "triangular_solve": triangular_solve, "solve": solve,
-            "inv": inv, "det": det, "slogdet": slogdet, "eigh": eigh, "qr": qr}
+            "inv": inv, "det": det, "adjugate": adjugate, "slogdet": slogdet, "eigh": eigh,
+            "qr": qr}
 """Each record's forward ``fn(xp, *inputs, **attrs)`` by record name (the records bind the
 host form; ``compile/cuda/steps.py`` reads ``records.DEVICE_FORWARDS``, keyed by record)."""

@@ -150,8 +150,23 @@ def _per_matrix(s):
     return F.expand_dims(s, (s.ndim, s.ndim + 1))
 
 
-def _det_vjp(g, out, a):  # TF's _MatrixDeterminantGrad: g det inv(a)^T
-    return (_per_matrix(g * out) * _transpose(apply(inv, (a,)))),
+def _adjugate_vjp(g, out, a):
+    """``tr(g^T adj) a^{-T} - a^{-T} g adj^T`` (d adj = adj tr(a^{-1} da) - a^{-1} da adj):
+    through ``inv``, so a second derivative of ``det`` at a singular matrix raises."""
+    it = _transpose(apply(inv, (a,)))
+    scale = F.reduce_sum(g * out, (-2, -1))
+    return (_per_matrix(scale) * it - F.matmul(it, F.matmul(g, _transpose(out))),)
+
+
+adjugate = structural("adjugate", partial(fw.adjugate, np), _square_infer("adjugate"),
+                      vjp=_adjugate_vjp)
+"""``adj(a)``, the transposed cofactor matrix (not public: ``det``'s gradient)."""
+
+
+def _det_vjp(g, out, a):
+    """``g adj(a)^T`` (TF's ``g det inv(a)^T`` where ``a`` is invertible; the adjugate is
+    also the gradient at a singular matrix, as TF's SVD form and JAX give)."""
+    return (_per_matrix(g) * _transpose(apply(adjugate, (a,))),)
 
 
 det = structural("det", partial(fw.det, np), _scalar_infer("det"), vjp=_det_vjp)
@@ -244,7 +259,7 @@ def _qr_vjp(g, out, a, full_matrices, index):
 
 qr = structural("qr", partial(fw.qr, np), _qr_infer, vjp=_qr_vjp)
 
-RECORDS = (cholesky, triangular, solve_op, inv, det, slogdet, eigh, qr)
+RECORDS = (cholesky, triangular, solve_op, inv, adjugate, det, slogdet, eigh, qr)
 
 DEVICE_FORWARDS = {op: fw.FORWARDS[op.name] for op in RECORDS}
 """Each record's forward ``fn(xp, *inputs, **attrs)`` for the cuda steps (CuPy on a GPU)."""

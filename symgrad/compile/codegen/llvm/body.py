@@ -36,6 +36,17 @@ import numpy as np
 from dataclasses import dataclass
 from typing import Optional
 
+RAISING_HELPERS = ("symgrad.compile.kernel_lib.linalg_checks:",)
+"""Helpers that may raise (the linalg checks, whose module has ``MESSAGES``): a body that
+calls one returns an i32, 0 or the ``raise_code`` of the first check that failed, and
+``link.body_function`` raises ``sg.LinAlgError`` with that check's message."""
+
+
+def raise_code(spec: str) -> int:
+    """A raising helper's nonzero failure code (stable: from its spec's text)."""
+    import zlib
+
+    return (zlib.crc32(spec.encode()) & 0x3FFFFFFF) | 1
 FLAGS = "reassoc nsz contract afn"   # templates.FASTMATH, as LLVM flags
 # A body of more statements than this drops 'reassoc': LLVM's Reassociate pass takes a
 # tree of single-use reassociable operations whole, at a cost that grows faster than
@@ -293,8 +304,16 @@ class _Emitter:
         result, _ = self.temp(f"alloca {kind}")
         excinfo, _ = self.temp("alloca ptr")
         typed = "".join(f", {kind} {a}" for a in args)
-        self.temp(f"call i32 @{helper_symbol(spec, kinds)}(ptr {result}, ptr {excinfo}"
-                  f"{typed})", "i32")
+        status, _ = self.temp(f"call i32 @{helper_symbol(spec, kinds)}(ptr {result}, ptr "
+                              f"{excinfo}{typed})", "i32")
+        if spec.startswith(RAISING_HELPERS):     # the first failure's code kept in %fail
+            failed, _ = self.temp(f"icmp ne i32 {status}, 0", "i1")
+            before, _ = self.temp("load i32, ptr %fail", "i32")
+            first, _ = self.temp(f"icmp eq i32 {before}, 0", "i1")
+            both, _ = self.temp(f"and i1 {failed}, {first}", "i1")
+            code, _ = self.temp(f"select i1 {both}, i32 {raise_code(spec)}, i32 {before}",
+                                "i32")
+            self.lines.append(f"  store i32 {code}, ptr %fail")
         return self.temp(f"load {kind}, ptr {result}", kind)
 
 
@@ -394,7 +413,11 @@ def function_ir(inputs: tuple, steps: list, results: list, inline: bool,
             value[name] = result
     params = ", ".join([f"{kind} %a{k}" for k, kind in enumerate(inputs)] +
                        ["ptr noalias %out"])
-    head = [f"define weak_odr void @SYMBOL_({params}) #0 {{", "entry:"]
+    raising = any(spec.startswith(RAISING_HELPERS) for spec, _ in called)
+    head = [f"define weak_odr {'i32' if raising else 'void'} @SYMBOL_({params}) #0 {{",
+            "entry:"]
+    if raising:
+        head += ["  %fail = alloca i32", "  store i32 0, ptr %fail"]
     stores = []
     for j, r in enumerate(results):
         v = value.get(r) or operand(r)
@@ -405,7 +428,8 @@ def function_ir(inputs: tuple, steps: list, results: list, inline: bool,
         declares.add(f"declare i32 @{helper_symbol(spec, kinds)}(ptr, ptr"
                      f"{''.join(', ' + k for k in kinds)})")
     attrs = "nounwind alwaysinline" if inline else "nounwind"
-    text = "\n".join(head + body + stores + ["  ret void", "}", *sorted(declares),
+    ret = ["  %fail.r = load i32, ptr %fail", "  ret i32 %fail.r"] if raising else ["  ret void"]
+    text = "\n".join(head + body + stores + ret + ["}", *sorted(declares),
                                              f"attributes #0 = {{ {attrs} }}",
                                              "attributes #1 = { nounwind memory(read) }"])
     return text + "\n", tuple(sorted(called))

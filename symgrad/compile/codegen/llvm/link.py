@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 
-from .body import helper_symbol
+from .body import RAISING_HELPERS, helper_symbol, raise_code
 
 
 def symbol_of(ir_text: str) -> str:
@@ -67,6 +67,18 @@ def _add_body(library, symbol: str, ir_text: str, helpers: tuple) -> None:
     added.add(symbol)
 
 
+def _raising(helpers: tuple) -> list:
+    """(failure code, message) of each raising helper a body calls (``body.raise_code``)."""
+    import importlib
+
+    out = {}
+    for spec, _ in helpers:
+        if spec.startswith(RAISING_HELPERS):
+            module, _, name = spec.partition(":")
+            out[raise_code(spec)] = importlib.import_module(module).MESSAGES[name]
+    return sorted(out.items())
+
+
 def body_function(ir_text: str, inputs: tuple, outputs: tuple, helpers: tuple = ()):
     """The numba intrinsic ``body(a0, ..) -> tuple`` that calls the IR function of
     ``ir_text`` (defined as ``@SYMBOL_``); ``inputs`` and ``outputs``: the kinds of the
@@ -78,7 +90,10 @@ def body_function(ir_text: str, inputs: tuple, outputs: tuple, helpers: tuple = 
     from numba.core.errors import TypingError
     from numba.extending import intrinsic
 
+    from ....errors import LinAlgError
+
     symbol = symbol_of(ir_text)
+    raising = _raising(helpers)
     numba_types = _numba_types()
     expected = tuple(numba_types[k] for k in inputs)
     returned = types.Tuple([numba_types[k] for k in outputs])
@@ -93,11 +108,16 @@ def body_function(ir_text: str, inputs: tuple, outputs: tuple, helpers: tuple = 
     def codegen(context, builder, sig, args):
         _add_body(context.active_code_library, symbol, ir_text, helpers)
         d = ir.DoubleType()
-        fnty = ir.FunctionType(ir.VoidType(), [lltypes[k] for k in inputs] + [d.as_pointer()])
+        ret = ir.IntType(32) if raising else ir.VoidType()
+        fnty = ir.FunctionType(ret, [lltypes[k] for k in inputs] + [d.as_pointer()])
         fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
         out = cgutils.alloca_once(builder, ir.ArrayType(d, len(outputs)))
         ptr = builder.bitcast(out, d.as_pointer())
-        builder.call(fn, list(args) + [ptr])
+        status = builder.call(fn, list(args) + [ptr])
+        for code, message in raising:
+            failed = builder.icmp_unsigned("==", status, ir.Constant(ret, code))
+            with builder.if_then(failed, likely=False):
+                context.call_conv.return_user_exc(builder, LinAlgError, (message,))
         values = [builder.load(builder.bitcast(builder.gep(ptr, [ir.Constant(ir.IntType(64), j)]),
                                                lltypes[k].as_pointer()))
                   for j, k in enumerate(outputs)]
