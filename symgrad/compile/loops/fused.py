@@ -85,8 +85,26 @@ def _static(t) -> bool:
     return all(isinstance(d, int) for d in t.shape)
 
 
+def _copy(array: str, lead: str, src: str, shape: tuple, indent: str) -> list:
+    """Lines copying array ``src`` into ``array[lead, ...]`` (``lead`` "" for the whole
+    array) element by element over the static ``shape``: scalar stores only, so numba never
+    compiles an array-into-slice assignment (its shape check and its message cost about a
+    second of compile per loop module).
+
+    >>> _copy("h0", "i", "c0", (2,), "")
+    ['for e0 in range(2):', '    h0[i, e0] = c0[e0]']
+    >>> _copy("c0", "", "R0", (), "")
+    ['c0[()] = R0[()]']
+    """
+    element = [f"e{d}" for d in range(len(shape))]
+    lines = [f"{indent}{'    ' * d}for e{d} in range({n}):" for d, n in enumerate(shape)]
+    to = ", ".join(([lead] if lead else []) + element) or "()"
+    lines.append(f"{indent}{'    ' * len(shape)}{array}[{to}] = {src}[{', '.join(element) or '()'}]")
+    return lines
+
+
 def _source(module: str, function: str, n_carry: int, n_x: int, n_cap: int, args: list,
-            sources: list, ndims: list, out_ndims: list, into: Optional[list] = None) -> str:
+            sources: list, shapes: list, out_shapes: list, into: Optional[list] = None) -> str:
     """The loop module: ``loop_(steps, reverse, k, carries, xs, captures, ys, hists)``."""
     names = [f"c{j}" for j in range(n_carry)] + [f"x{j}" for j in range(n_x)]
     names += [f"p{j}" for j in range(n_cap)]
@@ -95,15 +113,13 @@ def _source(module: str, function: str, n_carry: int, n_x: int, n_cap: int, args
     for k in range(n_carry + n_x + n_cap):
         if n_carry <= k < n_carry + n_x:       # one slice of xs per step
             j = k - n_carry
-            read.append(f"x{j}[t:t + 1].reshape(())" if ndims[k] == 0 else f"x{j}[t]")
+            read.append(f"x{j}[t:t + 1].reshape(())" if not shapes[k] else f"x{j}[t]")
         else:
             read.append(names[k])
+    result = "R{}" if into else "r_[{}]"
 
     def value(src) -> str:
-        return f"r_[{src[1]}]" if src[0] == "k" else read[src[1]]
-
-    def whole(text: str, ndim: int) -> str:
-        return f"{text}[()]" if ndim == 0 else text
+        return result.format(src[1]) if src[0] == "k" else read[src[1]]
 
     outs = [f"y{j}" for j in range(n_y)] + [f"h{j}" for j in range(n_carry)]
     lines = ["import sys", "", "import numba", "import numpy as np", "",
@@ -113,29 +129,29 @@ def _source(module: str, function: str, n_carry: int, n_x: int, n_cap: int, args
     if into:                       # the kernel writes into buffers R<j> made once
         lines += [f"    R{j} = np.empty({shape!r}, np.{dtype})"
                   for j, (shape, dtype) in enumerate(into)]
-
-        def value(src) -> str:     # noqa: F811 (a result is its buffer)
-            return f"R{src[1]}" if src[0] == "k" else read[src[1]]
     lines += ["    for s in range(steps):",
-             "        t = steps - 1 - s if reverse else s",
-             "        if s % k == 0:",
-             "            i = s // k if k > 1 else t"]
-    lines += [f"            h{j}[i] = {whole(f'c{j}', ndims[j])}" for j in range(n_carry)]
-    ys = [f"        y{j}[t] = {whole(value(sources[n_carry + j]), out_ndims[n_carry + j])}"
-          for j in range(n_y)]
+              "        t = steps - 1 - s if reverse else s",
+              "        if s % k == 0:",
+              "            i = s // k if k > 1 else t"]
+    for j in range(n_carry):
+        lines += _copy(f"h{j}", "i", f"c{j}", shapes[j], "            ")
+    ys = []       # ys read the carries entering the step (when a y is a carry input)
+    for j in range(n_y):
+        ys += _copy(f"y{j}", "t", value(sources[n_carry + j]), out_shapes[n_carry + j],
+                    "        ")
     if into:
         buffers = "".join(f", R{j}" for j in range(len(into)))
         lines.append(f"        K_({', '.join(read[a] for a in args)}{buffers})")
         lines += ys
-        lines += [f"        c{j}[{'()' if ndims[j] == 0 else ':'}] = "
-                  f"{whole(value(sources[j]), ndims[j])}" for j in range(n_carry)]
-        lines.append(f"    return ({''.join(f'c{j}, ' for j in range(n_carry)).rstrip(' ')})")
-        return "\n".join(lines) + "\n"
-    lines.append(f"        r_ = K_({', '.join(read[a] for a in args)}{',' * (len(args) == 1)})")
-    lines += ys      # ys read the carries entering the step (when a y is a carry input)
-    if n_carry:
-        lines.append(f"        {', '.join(f'c{j}' for j in range(n_carry))}, = "
-                     f"{', '.join(value(sources[j]) for j in range(n_carry))},")
+        for j in range(n_carry):
+            lines += _copy(f"c{j}", "", value(sources[j]), shapes[j], "        ")
+    else:
+        lines.append(f"        r_ = K_({', '.join(read[a] for a in args)}"
+                     f"{',' * (len(args) == 1)})")
+        lines += ys
+        if n_carry:
+            lines.append(f"        {', '.join(f'c{j}' for j in range(n_carry))}, = "
+                         f"{', '.join(value(sources[j]) for j in range(n_carry))},")
     lines.append(f"    return ({''.join(f'c{j}, ' for j in range(n_carry)).rstrip(' ')})")
     return "\n".join(lines) + "\n"
 
@@ -172,14 +188,14 @@ def _make(body, f, n_carry: int, n_x: int) -> FusedScan:
     if not hasattr(f.module, function):
         return FusedScan(reason="the body's module has no scalar function")
     n_cap = len(body.captures)
-    ndims = [len(t.shape) for t in tensors]
+    shapes = [tuple(t.shape) for t in tensors]
     into = None        # results written into buffers: no allocation per step
     region = kernel.attrs.get("region")
     if INTO and hasattr(f.module, function + "_into") and region is not None and \
             not any(s == "i" and k < n_carry for s, k in sources[:n_carry]):
         into = [(tuple(o.shape), o.dtype.name) for o in region.outputs]
-    text = _source(module, function, n_carry, n_x, n_cap, args, sources, ndims,
-                   [len(o.shape) for o in body.outputs], into)
+    text = _source(module, function, n_carry, n_x, n_cap, args, sources, shapes,
+                   [tuple(o.shape) for o in body.outputs], into)
     key = hashlib.sha256(("fused scan loop\n" + text).encode()).hexdigest()
     try:
         loop_module, _, _ = load_or_build(key, lambda: text)
