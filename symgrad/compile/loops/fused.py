@@ -26,6 +26,7 @@ from numba.core.errors import NumbaError
 
 from ...errors import ShapeError
 from ..cache.modules import load_or_build
+from ..plan.oprules import CHEAP_VIEWS, STEP_FORMS, S, index_text
 from ..scalar import SCALAR_KERNEL, SCALAR_OUTPUT
 
 __all__ = ["ENABLED", "FusedScan", "fused_scan"]
@@ -50,16 +51,33 @@ class FusedScan:
         return f"FusedScan({'fused' if self.loop else 'python loop: ' + self.reason})"
 
 
+def _is_view(node) -> bool:
+    """A view step the loop can write as the driver does (one input, a numpy form)."""
+    return node.op in CHEAP_VIEWS and node.op in STEP_FORMS and len(node.inputs) == 1
+
+
+def _number(node) -> bool:
+    """A view numba takes as a number: a getitem of one element (``R0[0]``)."""
+    return node.op is S.getitem and node.shape == () and Ellipsis not in node.attrs["key"]
+
+
+def _root(src: tuple) -> tuple:
+    """The kernel result or input a source is a view of (itself when it is not a view)."""
+    return _root(src[1]) if src[0] == "v" else src
+
+
 def _single_kernel(f) -> tuple:
     """(kernel node, sources of the outputs) of a plan that is one scalar kernel, or
-    (None, reason). A source is ("k", result index) or ("i", input position)."""
+    (None, reason). A source is ("k", result index), ("i", input position) or ("v", source,
+    view node): a view (``u_new[0]``) of another source, which the loop takes as the driver
+    would and copies into the stacked ys."""
     try:
         graph, outputs = f.plan.graph, f.plan.outputs
     except Exception as exc:                     # noqa: BLE001 (a plan we cannot read)
         return None, f"the body's plan cannot be read ({type(exc).__name__})"
     kernels = [n for n in graph.order if n.op is SCALAR_KERNEL]
     others = [n for n in graph.order if n.op is not SCALAR_KERNEL and
-              n.op is not SCALAR_OUTPUT and not n.is_const and
+              n.op is not SCALAR_OUTPUT and not n.is_const and not _is_view(n) and
               not any(n is p for p in graph.placeholders)]
     if len(kernels) != 1 or others:
         ops = sorted({n.op.name for n in others})
@@ -69,15 +87,20 @@ def _single_kernel(f) -> tuple:
     kernel = kernels[0]
     if any(id(getattr(i, "tensor", None)) not in position for i in kernel.inputs):
         return None, "the scalar kernel reads a value that is not a body input"
-    sources = []
-    for o in outputs:
+
+    def source(o):
         if o is not None and o.op is SCALAR_OUTPUT and o.inputs[0] is kernel:
-            sources.append(("k", o.attrs["index"]))
-        elif o is not None and id(getattr(o, "tensor", None)) in position and \
+            return ("k", o.attrs["index"])
+        if o is not None and id(getattr(o, "tensor", None)) in position and \
                 any(o is p for p in graph.placeholders):
-            sources.append(("i", position[id(o.tensor)]))
-        else:
-            return None, "a body output is not a result of the scalar kernel"
+            return ("i", position[id(o.tensor)])
+        if o is not None and _is_view(o):
+            base = source(o.inputs[0])
+            return base and ("v", base, o)
+        return None
+    sources = [source(o) for o in outputs]
+    if any(s is None for s in sources):
+        return None, "a body output is not a result of the scalar kernel"
     return (kernel, [position[id(i.tensor)] for i in kernel.inputs], sources), ""
 
 
@@ -85,11 +108,12 @@ def _static(t) -> bool:
     return all(isinstance(d, int) for d in t.shape)
 
 
-def _copy(array: str, lead: str, src: str, shape: tuple, indent: str) -> list:
+def _copy(array: str, lead: str, src: str, shape: tuple, indent: str,
+          number: bool = False) -> list:
     """Lines copying array ``src`` into ``array[lead, ...]`` (``lead`` "" for the whole
     array) element by element over the static ``shape``: scalar stores only, so numba never
     compiles an array-into-slice assignment (its shape check and its message cost about a
-    second of compile per loop module).
+    second of compile per loop module). ``number``: ``src`` is a number, not a 0-d array.
 
     >>> _copy("h0", "i", "c0", (2,), "")
     ['for e0 in range(2):', '    h0[i, e0] = c0[e0]']
@@ -99,7 +123,8 @@ def _copy(array: str, lead: str, src: str, shape: tuple, indent: str) -> list:
     element = [f"e{d}" for d in range(len(shape))]
     lines = [f"{indent}{'    ' * d}for e{d} in range({n}):" for d, n in enumerate(shape)]
     to = ", ".join(([lead] if lead else []) + element) or "()"
-    lines.append(f"{indent}{'    ' * len(shape)}{array}[{to}] = {src}[{', '.join(element) or '()'}]")
+    read = src if number and not shape else f"{src}[{', '.join(element) or '()'}]"
+    lines.append(f"{indent}{'    ' * len(shape)}{array}[{to}] = {read}")
     return lines
 
 
@@ -119,6 +144,11 @@ def _source(module: str, function: str, n_carry: int, n_x: int, n_cap: int, args
     result = "R{}" if into else "r_[{}]"
 
     def value(src) -> str:
+        if src[0] == "v":                     # a view of another source, as the driver's
+            node = src[2]
+            if _number(node):                 # numba: a number, not a 0-d view
+                return f"{value(src[1])}[{index_text(tuple(node.attrs['key']))}]"
+            return STEP_FORMS[node.op](node, [value(src[1])])
         return result.format(src[1]) if src[0] == "k" else read[src[1]]
 
     outs = [f"y{j}" for j in range(n_y)] + [f"h{j}" for j in range(n_carry)]
@@ -137,14 +167,17 @@ def _source(module: str, function: str, n_carry: int, n_x: int, n_cap: int, args
         lines += _copy(f"h{j}", "i", f"c{j}", shapes[j], "            ")
     ys = []       # ys read the carries entering the step (when a y is a carry input)
     for j in range(n_y):
-        ys += _copy(f"y{j}", "t", value(sources[n_carry + j]), out_shapes[n_carry + j],
-                    "        ")
+        src = sources[n_carry + j]
+        ys += _copy(f"y{j}", "t", value(src), out_shapes[n_carry + j], "        ",
+                    src[0] == "v" and _number(src[2]))
     if into:
         buffers = "".join(f", R{j}" for j in range(len(into)))
         lines.append(f"        K_({', '.join(read[a] for a in args)}{buffers})")
         lines += ys
         for j in range(n_carry):
-            lines += _copy(f"c{j}", "", value(sources[j]), shapes[j], "        ")
+            src = sources[j]
+            lines += _copy(f"c{j}", "", value(src), shapes[j], "        ",
+                           src[0] == "v" and _number(src[2]))
     else:
         lines.append(f"        r_ = K_({', '.join(read[a] for a in args)}"
                      f"{',' * (len(args) == 1)})")
@@ -181,8 +214,11 @@ def _make(body, f, n_carry: int, n_x: int) -> FusedScan:
     if found is None:
         return FusedScan(reason=reason)
     kernel, args, sources = found
-    if any(s == "i" and n_carry <= k < n_carry + n_x for s, k in sources[:n_carry]):
-        return FusedScan(reason="a carry is set to a slice of xs")
+    for j, src in enumerate(sources[:n_carry]):
+        if src[0] == "v" and _root(src)[0] == "i":    # it would be overwritten as it is read
+            return FusedScan(reason=f"carry {j} is a view ({src[2].op.name}) of a body input")
+        if src[0] == "i" and n_carry <= src[1] < n_carry + n_x:
+            return FusedScan(reason="a carry is set to a slice of xs")
     function = f"_s{kernel.index}"
     module = f.module.__name__
     if not hasattr(f.module, function):
@@ -192,8 +228,12 @@ def _make(body, f, n_carry: int, n_x: int) -> FusedScan:
     into = None        # results written into buffers: no allocation per step
     region = kernel.attrs.get("region")
     if INTO and hasattr(f.module, function + "_into") and region is not None and \
-            not any(s == "i" and k < n_carry for s, k in sources[:n_carry]):
+            not any(s[0] == "i" and s[1] < n_carry for s in sources[:n_carry]):
         into = [(tuple(o.shape), o.dtype.name) for o in region.outputs]
+    views = [j for j in range(n_carry) if sources[j][0] == "v"]
+    if views and into is None:      # a carry view is copied into the carry: buffers only
+        return FusedScan(reason=f"carry {views[0]} is a view ({sources[views[0]][2].op.name})"
+                                " of a kernel result and the kernel has no _into form")
     text = _source(module, function, n_carry, n_x, n_cap, args, sources, shapes,
                    [tuple(o.shape) for o in body.outputs], into)
     key = hashlib.sha256(("fused scan loop\n" + text).encode()).hexdigest()
