@@ -1,16 +1,19 @@
 """A scan whose body compiled to ONE scalar kernel runs as one njit loop.
 
-``compiled_body`` compiles a loop body with ``sg.function``; where that function's plan is
-a single scalar kernel (``compile/scalar``: placeholders, one ``scalar_kernel`` step, its
-``scalar_output`` steps), ``fused_scan`` writes a loop module (text, symgrad's names only:
-``c<j>`` carries, ``x<j>`` xs, ``p<j>`` captures, ``y<j>``/``h<j>`` outputs) whose njit
-function calls the kernel's njit function once per step, reading ``xs[t]`` and writing
-``ys[t]`` and the carry history into arrays allocated before the loop. The kernel is
-called as the generated driver calls it (``_s<i>(inputs...)`` returning a tuple of new
-arrays, ``scalar/source.py``); the loop module reads it from the body's module, which
-the body's compiled function keeps loaded. Otherwise (any other plan, a replayed
-checkpoint segment, dynamic shapes) the Python loop of ``cpu.py`` runs, and
-``fused_scan`` says why (``FusedScan.reason``).
+``compiled_body`` compiles a loop body with ``sg.function`` (its numba compile deferred,
+``cpu.py``); where that function's plan is a single scalar kernel (``compile/scalar``:
+placeholders, one ``scalar_kernel`` step, its ``scalar_output`` steps, and views of their
+values), ``fused_scan`` writes a loop module (text, symgrad's names only: ``c<j>``
+carries, ``x<j>`` xs, ``p<j>`` captures, ``y<j>``/``h<j>`` outputs, ``R<j>`` the kernel's
+result buffers) whose njit function calls the kernel once per step, reading ``xs[t]`` and
+writing ``ys[t]`` and the carry history, element by element, into arrays allocated
+before the loop. The kernel is the body module's ``_s<i>_into`` (``scalar/source.py``),
+inlined into the loop (``INLINE``): one numba compile per loop, and the body's own driver
+is never compiled unless the Python loop runs. An output that is a view of a kernel
+result or of an input (``u_new[0]``, ``u[::-1]``, a transpose) is written as the driver
+writes the view. Otherwise (any other plan, a carry that is a view of a body input, a
+replayed checkpoint segment, dynamic shapes) the Python loop of ``cpu.py`` runs, and
+``fused_scan`` says why (``FusedScan.reason``, shown by ``f.explain()``).
 
 ``ENABLED = False`` turns the fused loop off (the tests compare both paths).
 """
@@ -33,19 +36,29 @@ __all__ = ["ENABLED", "FusedScan", "fused_scan"]
 
 ENABLED = True
 """False: every loop runs the Python loop over the compiled body (``cpu.py``)."""
+INLINE = True
+"""The kernel is inlined into the loop (numba ``inline='always'``, the kernel module's
+fastmath flags on the loop): one numba compile per loop, not the kernel's and the loop's."""
 INTO = True
-"""The kernel's ``_s<i>_into`` form (results into buffers made once), where the body's
-module has it and no carry is set to another carry; False: ``_s<i>``, new arrays a step."""
+"""The kernel's ``_s<i>_into`` form (results into buffers made once a call), where the
+body's module has it and no carry is set to another carry; False: ``_s<i>``, new arrays a
+step."""
 
 
 class FusedScan:
     """The fused loop of one body (``loop`` None where it cannot be, ``reason`` says why)."""
 
     def __init__(self, loop=None, reason: str = "", inputs: tuple = (), outputs: tuple = (),
-                 into: bool = False):
-        self.loop, self.reason, self.into = loop, reason, into
+                 buffers: list = ()):
+        self.loop, self.reason = loop, reason
+        self.buffers = list(buffers)   # (shape, dtype) of the kernel's results (_into form)
         self.inputs = inputs        # (shape, dtype) of every body input then capture
         self.outputs = outputs      # (shape, dtype) of every body output
+
+    @property
+    def into(self) -> bool:
+        """Whether the loop calls the kernel's ``_into`` form."""
+        return bool(self.buffers)
 
     def __repr__(self) -> str:
         return f"FusedScan({'fused' if self.loop else 'python loop: ' + self.reason})"
@@ -152,13 +165,15 @@ def _source(module: str, function: str, n_carry: int, n_x: int, n_cap: int, args
         return result.format(src[1]) if src[0] == "k" else read[src[1]]
 
     outs = [f"y{j}" for j in range(n_y)] + [f"h{j}" for j in range(n_carry)]
-    lines = ["import sys", "", "import numba", "import numpy as np", "",
-             f"K_ = sys.modules[{module!r}].{function}{'_into' if into else ''}", "", "",
-             "@numba.njit(cache=NUMBA_CACHE, error_model='numpy')",
+    outs += [f"R{j}" for j in range(len(into or ()))]   # the kernel's result buffers
+    kernel = f"M_.{function}{'_into' if into else ''}"
+    lines = ["import sys", "", "import numba", "", f"M_ = sys.modules[{module!r}]",
+             "FASTMATH_ = getattr(M_, 'FASTMATH', False)",
+             f"K_ = numba.njit(inline='always', error_model='numpy', "
+             f"fastmath=FASTMATH_)({kernel}.py_func)" if INLINE else f"K_ = {kernel}", "", "",
+             "@numba.njit(cache=NUMBA_CACHE, error_model='numpy'"
+             f"{', fastmath=FASTMATH_' if INLINE else ''})",
              f"def loop_(steps, reverse, k, {', '.join(names + outs)}):"]
-    if into:                       # the kernel writes into buffers R<j> made once
-        lines += [f"    R{j} = np.empty({shape!r}, np.{dtype})"
-                  for j, (shape, dtype) in enumerate(into)]
     lines += ["    for s in range(steps):",
               "        t = steps - 1 - s if reverse else s",
               "        if s % k == 0:",
@@ -243,7 +258,7 @@ def _make(body, f, n_carry: int, n_x: int) -> FusedScan:
         return FusedScan(reason=f"the loop module did not load ({type(exc).__name__})")
     loop_module.BODY_FUNCTION_ = f          # the body's module stays loaded with the loop
     return FusedScan(loop_module.loop_, "", tuple((t.shape, t.dtype) for t in tensors),
-                     tuple((o.shape, o.dtype) for o in body.outputs), into is not None)
+                     tuple((o.shape, o.dtype) for o in body.outputs), into or [])
 
 
 def run_fused(fused: FusedScan, args: tuple, n_carry: int, n_x: int, length, reverse: bool,
@@ -271,7 +286,7 @@ def run_fused(fused: FusedScan, args: tuple, n_carry: int, n_x: int, length, rev
     hist = [np.empty(((steps + k - 1) // k,) + c.shape, c.dtype) for c in carries]
     try:
         finals = fused.loop(steps, bool(reverse), k, *carries, *xs, *values[n_carry + n_x:],
-                            *ys, *hist)
+                            *ys, *hist, *(np.empty(s, d) for s, d in fused.buffers))
     except NumbaError as exc:           # numba could not compile it: the Python loop runs
         fused.loop = None
         fused.reason = f"numba could not compile the fused loop ({type(exc).__name__})"
