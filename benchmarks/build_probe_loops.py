@@ -1,7 +1,8 @@
 """Build time of loops (issue 29): an RK4 Lotka-Volterra ``sg.scan`` of 20,000 steps and a
 scan whose body takes 40 Euler sub-steps, value + gradient, each built in a fresh process
 with empty symgrad and numba caches (CPU seconds, ``time.process_time``, import excluded),
-then called with new arguments (per call: the best of ``--repeats`` calls, milliseconds).
+then called with new arguments (per call: the best of ``--repeats`` calls, CPU
+milliseconds).
 Also the warm build (a second fresh process on the caches the cold one left).
 
     python -m benchmarks.build_probe_loops [--repeats 7] [--runs 1] [rk4] [euler40]
@@ -59,9 +60,9 @@ def _case(kind: str, repeats: int) -> dict:
     times = []
     for r in range(repeats):      # new arguments each call: equal ones reuse the loop's result
         q = P * (1.0 + 1e-9 * (r + 1))
-        t = time.perf_counter()
+        t = time.process_time()       # CPU time: the machine is shared
         fn(q)
-        times.append(time.perf_counter() - t)
+        times.append(time.process_time() - t)
     fused = fn.explain().count("one njit loop")
     return {"kind": kind, "import_s": imported, "build_s": build,
             "per_call_ms": min(times) * 1e3, "fused_scans": fused}
