@@ -103,15 +103,37 @@ def test_a_carry_that_is_a_view_of_a_kernel_result_stays_fused():
     assert all("one njit loop" in line for line in _places(f)), _places(f)
 
 
-def test_a_carry_that_is_a_view_of_a_body_input_is_explained():
+@pytest.mark.parametrize("into", [True, False])
+def test_a_carry_that_is_a_view_of_a_carry(into):
+    """Staged before the carries are written (into buffers); with new arrays a step (no
+    ``_into`` form) the Python loop runs and f.explain() says why."""
     p = sg.placeholder("p", (4,))
-    (c, d), _ = sg.scan(lambda c, _: ((c[1][::-1], c[1] + H * _f(p, c[0])), None),
-                        (sg.constant([1.0, 2.0]), sg.constant([0.5, 1.0])), length=5)
-    loss = sg.reduce_sum(c * d)
-    f = _check([p], [c, d, loss, sg.gradients(loss, [p])[0]], [P])
+    old = fused.INTO
+    fused.INTO = into
+    try:
+        (c, d), _ = sg.scan(lambda c, _: ((c[1][::-1], c[1] + H * _f(p, c[0])), None),
+                            (sg.constant([1.0, 2.0]), sg.constant([0.5, 1.0])), length=5)
+        loss = sg.reduce_sum(c * d)
+        f = _check([p], [c, d, loss, sg.gradients(loss, [p])[0]], [P])
+    finally:
+        fused.INTO = old
     forward = [line for line in _places(f) if "'scan_" in line]
-    assert forward and all("Python loop over the compiled body: carry 0 is a view "
-                           "(getitem) of a body input" in line for line in forward), forward
+    assert forward
+    if into:
+        assert all("one njit loop" in line for line in _places(f)), _places(f)
+    else:
+        assert all("Python loop over the compiled body: carry 0 is a view (getitem) of a "
+                   "body value and the kernel has no _into form" in line
+                   for line in forward), forward
+
+
+def test_carries_swapped_stay_fused():
+    p = sg.placeholder("p", (4,))
+    (a, b), ys = sg.scan(lambda c, _: ((c[1], c[0] + H * _f(p, c[1])), c[0][1]),
+                         (sg.constant([1.0, 2.0]), sg.constant([0.5, 1.0])), length=6)
+    loss = sg.reduce_sum(a * b) + sg.reduce_sum(ys)
+    f = _check([p], [a, b, ys, loss, sg.gradients(loss, [p])[0]], [P])
+    assert all("one njit loop" in line for line in _places(f)), _places(f)
 
 
 def test_reverse_body_reads_the_forward_captures_not_each_invariant():

@@ -11,8 +11,8 @@ before the loop. The kernel is the body module's ``_s<i>_into`` (``scalar/source
 inlined into the loop (``INLINE``): one numba compile per loop, and the body's own driver
 is never compiled unless the Python loop runs. An output that is a view of a kernel
 result or of an input (``u_new[0]``, ``u[::-1]``, a transpose) is written as the driver
-writes the view. Otherwise (any other plan, a carry that is a view of a body input, a
-replayed checkpoint segment, dynamic shapes) the Python loop of ``cpu.py`` runs, and
+writes the view; a new carry read from a carry is staged first. Otherwise (any other
+plan, a replayed checkpoint segment, dynamic shapes) the Python loop of ``cpu.py`` runs, and
 ``fused_scan`` says why (``FusedScan.reason``, shown by ``f.explain()``).
 
 ``ENABLED = False`` turns the fused loop off (the tests compare both paths).
@@ -41,8 +41,8 @@ INLINE = True
 fastmath flags on the loop): one numba compile per loop, not the kernel's and the loop's."""
 INTO = True
 """The kernel's ``_s<i>_into`` form (results into buffers made once a call), where the
-body's module has it and no carry is set to another carry; False: ``_s<i>``, new arrays a
-step."""
+body's module has it (a carry set from a carry is staged in a buffer of its own first);
+False: ``_s<i>``, new arrays a step."""
 
 
 class FusedScan:
@@ -142,7 +142,8 @@ def _copy(array: str, lead: str, src: str, shape: tuple, indent: str,
 
 
 def _source(module: str, function: str, n_carry: int, n_x: int, n_cap: int, args: list,
-            sources: list, shapes: list, out_shapes: list, into: Optional[list] = None) -> str:
+            sources: list, shapes: list, out_shapes: list, into: Optional[list] = None,
+            staged: tuple = ()) -> str:
     """The loop module: ``loop_(steps, reverse, k, carries, xs, captures, ys, hists)``."""
     names = [f"c{j}" for j in range(n_carry)] + [f"x{j}" for j in range(n_x)]
     names += [f"p{j}" for j in range(n_cap)]
@@ -166,6 +167,7 @@ def _source(module: str, function: str, n_carry: int, n_x: int, n_cap: int, args
 
     outs = [f"y{j}" for j in range(n_y)] + [f"h{j}" for j in range(n_carry)]
     outs += [f"R{j}" for j in range(len(into or ()))]   # the kernel's result buffers
+    outs += [f"T{j}" for j in staged]       # new carries read from carries, staged
     kernel = f"M_.{function}{'_into' if into else ''}"
     lines = ["import sys", "", "import numba", "", f"M_ = sys.modules[{module!r}]",
              "FASTMATH_ = getattr(M_, 'FASTMATH', False)",
@@ -189,10 +191,12 @@ def _source(module: str, function: str, n_carry: int, n_x: int, n_cap: int, args
         buffers = "".join(f", R{j}" for j in range(len(into)))
         lines.append(f"        K_({', '.join(read[a] for a in args)}{buffers})")
         lines += ys
-        for j in range(n_carry):
-            src = sources[j]
-            lines += _copy(f"c{j}", "", value(src), shapes[j], "        ",
-                           src[0] == "v" and _number(src[2]))
+        for j in sorted(range(n_carry), key=lambda j: j not in staged):
+            src = sources[j]     # staged first: every carry is read before any is written
+            lines += _copy(f"T{j}" if j in staged else f"c{j}", "", value(src), shapes[j],
+                           "        ", src[0] == "v" and _number(src[2]))
+        for j in staged:
+            lines += _copy(f"c{j}", "", f"T{j}", shapes[j], "        ")
     else:
         lines.append(f"        r_ = K_({', '.join(read[a] for a in args)}"
                      f"{',' * (len(args) == 1)})")
@@ -229,11 +233,6 @@ def _make(body, f, n_carry: int, n_x: int) -> FusedScan:
     if found is None:
         return FusedScan(reason=reason)
     kernel, args, sources = found
-    for j, src in enumerate(sources[:n_carry]):
-        if src[0] == "v" and _root(src)[0] == "i":    # it would be overwritten as it is read
-            return FusedScan(reason=f"carry {j} is a view ({src[2].op.name}) of a body input")
-        if src[0] == "i" and n_carry <= src[1] < n_carry + n_x:
-            return FusedScan(reason="a carry is set to a slice of xs")
     function = f"_s{kernel.index}"
     module = f.module.__name__
     if not hasattr(f.module, function):
@@ -242,15 +241,20 @@ def _make(body, f, n_carry: int, n_x: int) -> FusedScan:
     shapes = [tuple(t.shape) for t in tensors]
     into = None        # results written into buffers: no allocation per step
     region = kernel.attrs.get("region")
-    if INTO and hasattr(f.module, function + "_into") and region is not None and \
-            not any(s[0] == "i" and s[1] < n_carry for s in sources[:n_carry]):
+    if INTO and hasattr(f.module, function + "_into") and region is not None:
         into = [(tuple(o.shape), o.dtype.name) for o in region.outputs]
-    views = [j for j in range(n_carry) if sources[j][0] == "v"]
-    if views and into is None:      # a carry view is copied into the carry: buffers only
-        return FusedScan(reason=f"carry {views[0]} is a view ({sources[views[0]][2].op.name})"
-                                " of a kernel result and the kernel has no _into form")
+    staged = tuple(j for j in range(n_carry)     # read from a carry: staged, then copied
+                   if _root(sources[j])[0] == "i" and _root(sources[j])[1] < n_carry)
+    for j, src in enumerate(sources[:n_carry]):  # new arrays a step: carries are rebound
+        if into is None and src[0] == "v":
+            return FusedScan(reason=f"carry {j} is a view ({src[2].op.name}) of a body "
+                                    "value and the kernel has no _into form")
+        if into is None and src[0] == "i" and n_carry <= src[1] < n_carry + n_x:
+            return FusedScan(reason="a carry is set to a slice of xs")
+    if into is None:
+        staged = ()
     text = _source(module, function, n_carry, n_x, n_cap, args, sources, shapes,
-                   [tuple(o.shape) for o in body.outputs], into)
+                   [tuple(o.shape) for o in body.outputs], into, staged)
     key = hashlib.sha256(("fused scan loop\n" + text).encode()).hexdigest()
     try:
         loop_module, _, _ = load_or_build(key, lambda: text)
@@ -258,7 +262,8 @@ def _make(body, f, n_carry: int, n_x: int) -> FusedScan:
         return FusedScan(reason=f"the loop module did not load ({type(exc).__name__})")
     loop_module.BODY_FUNCTION_ = f          # the body's module stays loaded with the loop
     return FusedScan(loop_module.loop_, "", tuple((t.shape, t.dtype) for t in tensors),
-                     tuple((o.shape, o.dtype) for o in body.outputs), into or [])
+                     tuple((o.shape, o.dtype) for o in body.outputs),
+                     (into or []) + [(shapes[j], body.inputs[j].dtype) for j in staged])
 
 
 def run_fused(fused: FusedScan, args: tuple, n_carry: int, n_x: int, length, reverse: bool,
