@@ -14,10 +14,12 @@ the branches' gradients, each a body of its own, so it can be differentiated aga
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..dtypes import is_floating
 from ..ops.functions import F
 from ..ops.registry import apply
-from .body import Body, marker, stand_in
+from .body import Body, stand_in
 
 
 def _gradients(ys, xs, grad_ys):
@@ -26,10 +28,31 @@ def _gradients(ys, xs, grad_ys):
                      unconnected_gradients="zero", name=None)
 
 
+HOIST_ELEMENTS = 64
+"""A loop-invariant value of the forward body (computed from captures only) with more
+elements than this is computed once outside the reverse loop and read as a capture; a
+smaller one (``p[0]`` of a parameter vector) is recomputed inside the reverse body, so a
+body that is one scalar kernel reads its few captures rather than one capture per such
+value (a 40-sub-step body had 160, each an argument of the kernel and the fused loop)."""
+
+
+def _hoisted(body: Body) -> list:
+    """The forward body's loop invariants the reverse body reads as captures."""
+    varying = {id(t) for t in body.inputs}
+    kept = []
+    for node in body.order:
+        if id(node) in varying or any(id(i) in varying for i in node.inputs):
+            varying.add(id(node))
+        elif node.inputs and not all(isinstance(d, int) and d >= 0 for d in node.shape):
+            kept.append(node)                         # unknown size: hoisted
+        elif node.inputs and int(np.prod(node.shape, dtype=np.int64)) > HOIST_ELEMENTS:
+            kept.append(node)
+    return kept
+
+
 def scan_adjoint(body: Body, n_carry: int, n_x: int, init, xs, caps, hist, seeds_c, seeds_y,
                  length, reverse: bool, seeds_h=None, checkpoint=None) -> tuple:
     """Gradients of (init, xs, caps) given seeds for final carries and ys (None: none)."""
-    since = marker()
     C, X = body.inputs[:n_carry], body.inputs[n_carry:]
     Cout, Y = body.outputs[:n_carry], body.outputs[n_carry:]
     fc = [j for j in range(n_carry) if is_floating(C[j].dtype)]
@@ -47,7 +70,8 @@ def scan_adjoint(body: Body, n_carry: int, n_x: int, init, xs, caps, hist, seeds
     g_c, g_x, g_t = grads[:len(fc)], grads[len(fc):len(fc) + len(fx)], grads[len(fc) + len(fx):]
     g_c = [g + gh[j] if j in gh else g for j, g in zip(fc, g_c)]
     outs = list(g_c) + [a + g for a, g in zip(acc, g_t)] + list(g_x)
-    reverse_body = Body(lam + acc + list(C) + list(X) + gy + [gh[j] for j in fh], outs, since)
+    reverse_body = Body(lam + acc + list(C) + list(X) + gy + [gh[j] for j in fh], outs,
+                        body.since, outside=_hoisted(body))
     r_init = [F.zeros_like(init[j]) if seeds_c[j] is None else seeds_c[j] for j in fc]
     r_init += [F.zeros_like(caps[i]) for i in ft]
     r_xs = list(hist) + list(xs) + [seeds_y[j] for j in fy] + [seeds_h[j] for j in fh]

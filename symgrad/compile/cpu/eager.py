@@ -34,7 +34,7 @@ import numpy as np
 
 from ...numba_internals import enabled as internals_enabled
 from .phantom import Stop, dry_namespace, is_phantom, phantom
-from ..loops.state import dry_running
+from ..loops.state import dry_running, is_deferred
 
 logger = logging.getLogger("symgrad")
 
@@ -164,6 +164,10 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
     import numba
 
     if numba.config.DISABLE_JIT:    # plain Python functions: nothing to compile
+        return 0
+    if is_deferred():     # a scan body: compiled when its driver is the loop (loops/cpu.py)
+        module.COMPILE_LATER_ = lambda: compile_module(module, inputs, parallel_at,
+                                                       scalar_path)
         return 0
     found = dispatchers(module)
     entries = getattr(module, "ENTRIES_", {})

@@ -6,7 +6,10 @@ The body graph is cloned with its captures as placeholders and compiled with
 ``sg.function`` (same target, passed down by the entry) the first time the loop runs, so
 compile time does not depend on the trip count. A scan whose body compiled to one scalar
 kernel runs as one njit loop (``fused.py``); otherwise every step calls that compiled
-function from a Python loop (``records.run_scan`` / ``run_while``).
+function from a Python loop (``records.run_scan`` / ``run_while``). A scan body that may
+be fused is compiled with its numba compile deferred (``state.deferring``): the fused loop
+compiles only the kernel it calls, and the body's own driver compiles (``finish``) only
+when the Python loop is what runs.
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ from ...graph.tensor import Tensor
 from ...control.body import Body, stand_in
 from ...control.records import run_scan, run_while
 from . import fused
-from .state import is_dry_run
+from .state import deferring, is_dry_run
 
-__all__ = ["compiled_body", "loop_place", "scan_step", "while_step"]
+__all__ = ["compiled_body", "finish", "loop_place", "scan_step", "while_step"]
 
 
 def _clone(body: Body) -> tuple:
@@ -37,20 +40,38 @@ def _clone(body: Body) -> tuple:
     return list(body.inputs) + caps, [new[id(o)] for o in body.outputs]
 
 
-def compiled_body(body: Body, target: str, function: Callable) -> Callable:
+def compiled_body(body: Body, target: str, function: Callable, defer: bool = False) -> Callable:
     """``run(inputs, captures) -> list`` of the body compiled by ``function`` (sg.function)
-    for ``target``, once (cached on the body)."""
+    for ``target``, once (cached on the body). ``defer``: leave the body driver's numba
+    compile for later (a scan that may be fused calls only the kernel's ``_into`` form;
+    ``finish`` compiles the rest when the driver is what runs); without it a deferred
+    compile is done now."""
     cache = body.compiled if isinstance(body.compiled, dict) else {}
     body.compiled = cache
     if target not in cache:
         inputs, outputs = _clone(body)
-        f = function(inputs, outputs, target=target)
+        if defer:
+            with deferring():
+                f = function(inputs, outputs, target=target)
+        else:
+            f = function(inputs, outputs, target=target)
 
         def run(values, caps, f=f):
             return f(*values, *caps)
         run.function_ = f
         cache[target] = run
+    if not defer:
+        finish(cache[target])
     return cache[target]
+
+
+def finish(run: Callable) -> None:
+    """Compile what ``compiled_body(..., defer=True)`` left (the body's driver runs)."""
+    module = getattr(getattr(run, "function_", None), "module", None)
+    later = getattr(module, "COMPILE_LATER_", None)
+    if later is not None:
+        del module.COMPILE_LATER_
+        later()
 
 
 def _dry_value(tensor: Tensor) -> np.ndarray:
@@ -84,27 +105,39 @@ def loop_place(node, target: str) -> str:
 def scan_step(tensor: Tensor, target: str, function: Callable) -> Callable:
     a = tensor.attrs
     body = a["body"]
+    may_fuse = a["replay"] is None
+
+    def fused_loop():
+        """The body's fused loop, or None (the Python loop runs: its driver compiled)."""
+        run = compiled_body(body, target, function, defer=may_fuse and fused.ENABLED)
+        if may_fuse and fused.ENABLED:
+            loop = fused.fused_scan(body, run, a["n_carry"], a["n_x"])
+            if is_dry_run():
+                fused.compile_now(loop, a["n_carry"], a["n_x"])
+            if loop.loop is not None:
+                return loop
+        finish(run)
+        return None
 
     def step(*args):
-        run = compiled_body(body, target, function)
         replay = a["replay"]
         if is_dry_run():
-            if replay is None and fused.ENABLED:
-                fused.compile_now(fused.fused_scan(body, run, a["n_carry"], a["n_x"]),
-                                  a["n_carry"], a["n_x"])
+            fused_loop()
+            if replay:
+                compiled_body(replay["body"], target, function)
             return _dry_value(tensor)
-        run_replay = compiled_body(replay["body"], target, function) if replay else None
         key = ("scan", a["n_carry"], a["n_x"], a["length"], a["reverse"], a["checkpoint"],
                repr(replay))
 
         def compute():
-            if replay is None and fused.ENABLED:
-                loop = fused.fused_scan(body, run, a["n_carry"], a["n_x"])
-                if loop.loop is not None:
-                    done = fused.run_fused(loop, args, a["n_carry"], a["n_x"], a["length"],
-                                           a["reverse"], a["checkpoint"])
-                    if done is not None:
-                        return done
+            loop = fused_loop()
+            if loop is not None:
+                done = fused.run_fused(loop, args, a["n_carry"], a["n_x"], a["length"],
+                                       a["reverse"], a["checkpoint"])
+                if done is not None:
+                    return done
+            run = compiled_body(body, target, function)
+            run_replay = compiled_body(replay["body"], target, function) if replay else None
             return run_scan(body, args, a["n_carry"], a["n_x"], a["length"], a["reverse"],
                             run=run, checkpoint=a["checkpoint"], replay=replay,
                             run_replay=run_replay)

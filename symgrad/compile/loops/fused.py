@@ -1,16 +1,19 @@
 """A scan whose body compiled to ONE scalar kernel runs as one njit loop.
 
-``compiled_body`` compiles a loop body with ``sg.function``; where that function's plan is
-a single scalar kernel (``compile/scalar``: placeholders, one ``scalar_kernel`` step, its
-``scalar_output`` steps), ``fused_scan`` writes a loop module (text, symgrad's names only:
-``c<j>`` carries, ``x<j>`` xs, ``p<j>`` captures, ``y<j>``/``h<j>`` outputs) whose njit
-function calls the kernel's njit function once per step, reading ``xs[t]`` and writing
-``ys[t]`` and the carry history into arrays allocated before the loop. The kernel is
-called as the generated driver calls it (``_s<i>(inputs...)`` returning a tuple of new
-arrays, ``scalar/source.py``); the loop module reads it from the body's module, which
-the body's compiled function keeps loaded. Otherwise (any other plan, a replayed
-checkpoint segment, dynamic shapes) the Python loop of ``cpu.py`` runs, and
-``fused_scan`` says why (``FusedScan.reason``).
+``compiled_body`` compiles a loop body with ``sg.function`` (its numba compile deferred,
+``cpu.py``); where that function's plan is a single scalar kernel (``compile/scalar``:
+placeholders, one ``scalar_kernel`` step, its ``scalar_output`` steps, and views of their
+values), ``fused_scan`` writes a loop module (text, symgrad's names only: ``c<j>``
+carries, ``x<j>`` xs, ``p<j>`` captures, ``y<j>``/``h<j>`` outputs, ``R<j>`` the kernel's
+result buffers) whose njit function calls the kernel once per step, reading ``xs[t]`` and
+writing ``ys[t]`` and the carry history, element by element, into arrays allocated
+before the loop. The kernel is the body module's ``_s<i>_into`` (``scalar/source.py``),
+inlined into the loop (``INLINE``): one numba compile per loop, and the body's own driver
+is never compiled unless the Python loop runs. An output that is a view of a kernel
+result or of an input (``u_new[0]``, ``u[::-1]``, a transpose) is written as the driver
+writes the view; a new carry read from a carry is staged first. Otherwise (any other
+plan, a replayed checkpoint segment, dynamic shapes) the Python loop of ``cpu.py`` runs, and
+``fused_scan`` says why (``FusedScan.reason``, shown by ``f.explain()``).
 
 ``ENABLED = False`` turns the fused loop off (the tests compare both paths).
 """
@@ -26,40 +29,68 @@ from numba.core.errors import NumbaError
 
 from ...errors import ShapeError
 from ..cache.modules import load_or_build
+from ..plan.oprules import CHEAP_VIEWS, STEP_FORMS, S, index_text
 from ..scalar import SCALAR_KERNEL, SCALAR_OUTPUT
 
 __all__ = ["ENABLED", "FusedScan", "fused_scan"]
 
 ENABLED = True
 """False: every loop runs the Python loop over the compiled body (``cpu.py``)."""
+INLINE = True
+"""The kernel is inlined into the loop (numba ``inline='always'``, the kernel module's
+fastmath flags on the loop): one numba compile per loop, not the kernel's and the loop's."""
 INTO = True
-"""The kernel's ``_s<i>_into`` form (results into buffers made once), where the body's
-module has it and no carry is set to another carry; False: ``_s<i>``, new arrays a step."""
+"""The kernel's ``_s<i>_into`` form (results into buffers made once a call), where the
+body's module has it (a carry set from a carry is staged in a buffer of its own first);
+False: ``_s<i>``, new arrays a step."""
 
 
 class FusedScan:
     """The fused loop of one body (``loop`` None where it cannot be, ``reason`` says why)."""
 
     def __init__(self, loop=None, reason: str = "", inputs: tuple = (), outputs: tuple = (),
-                 into: bool = False):
-        self.loop, self.reason, self.into = loop, reason, into
+                 buffers: list = ()):
+        self.loop, self.reason = loop, reason
+        self.buffers = list(buffers)   # (shape, dtype) of the kernel's results (_into form)
         self.inputs = inputs        # (shape, dtype) of every body input then capture
         self.outputs = outputs      # (shape, dtype) of every body output
+
+    @property
+    def into(self) -> bool:
+        """Whether the loop calls the kernel's ``_into`` form."""
+        return bool(self.buffers)
 
     def __repr__(self) -> str:
         return f"FusedScan({'fused' if self.loop else 'python loop: ' + self.reason})"
 
 
+def _is_view(node) -> bool:
+    """A view step the loop can write as the driver does (one input, a numpy form)."""
+    return node.op in CHEAP_VIEWS and node.op in STEP_FORMS and len(node.inputs) == 1
+
+
+def _number(node) -> bool:
+    """A view numba takes as a number: a getitem of one element (``R0[0]``)."""
+    return node.op is S.getitem and node.shape == () and Ellipsis not in node.attrs["key"]
+
+
+def _root(src: tuple) -> tuple:
+    """The kernel result or input a source is a view of (itself when it is not a view)."""
+    return _root(src[1]) if src[0] == "v" else src
+
+
 def _single_kernel(f) -> tuple:
     """(kernel node, sources of the outputs) of a plan that is one scalar kernel, or
-    (None, reason). A source is ("k", result index) or ("i", input position)."""
+    (None, reason). A source is ("k", result index), ("i", input position) or ("v", source,
+    view node): a view (``u_new[0]``) of another source, which the loop takes as the driver
+    would and copies into the stacked ys."""
     try:
         graph, outputs = f.plan.graph, f.plan.outputs
     except Exception as exc:                     # noqa: BLE001 (a plan we cannot read)
         return None, f"the body's plan cannot be read ({type(exc).__name__})"
     kernels = [n for n in graph.order if n.op is SCALAR_KERNEL]
     others = [n for n in graph.order if n.op is not SCALAR_KERNEL and
-              n.op is not SCALAR_OUTPUT and not n.is_const and
+              n.op is not SCALAR_OUTPUT and not n.is_const and not _is_view(n) and
               not any(n is p for p in graph.placeholders)]
     if len(kernels) != 1 or others:
         ops = sorted({n.op.name for n in others})
@@ -69,15 +100,20 @@ def _single_kernel(f) -> tuple:
     kernel = kernels[0]
     if any(id(getattr(i, "tensor", None)) not in position for i in kernel.inputs):
         return None, "the scalar kernel reads a value that is not a body input"
-    sources = []
-    for o in outputs:
+
+    def source(o):
         if o is not None and o.op is SCALAR_OUTPUT and o.inputs[0] is kernel:
-            sources.append(("k", o.attrs["index"]))
-        elif o is not None and id(getattr(o, "tensor", None)) in position and \
+            return ("k", o.attrs["index"])
+        if o is not None and id(getattr(o, "tensor", None)) in position and \
                 any(o is p for p in graph.placeholders):
-            sources.append(("i", position[id(o.tensor)]))
-        else:
-            return None, "a body output is not a result of the scalar kernel"
+            return ("i", position[id(o.tensor)])
+        if o is not None and _is_view(o):
+            base = source(o.inputs[0])
+            return base and ("v", base, o)
+        return None
+    sources = [source(o) for o in outputs]
+    if any(s is None for s in sources):
+        return None, "a body output is not a result of the scalar kernel"
     return (kernel, [position[id(i.tensor)] for i in kernel.inputs], sources), ""
 
 
@@ -85,8 +121,29 @@ def _static(t) -> bool:
     return all(isinstance(d, int) for d in t.shape)
 
 
+def _copy(array: str, lead: str, src: str, shape: tuple, indent: str,
+          number: bool = False) -> list:
+    """Lines copying array ``src`` into ``array[lead, ...]`` (``lead`` "" for the whole
+    array) element by element over the static ``shape``: scalar stores only, so numba never
+    compiles an array-into-slice assignment (its shape check and its message cost about a
+    second of compile per loop module). ``number``: ``src`` is a number, not a 0-d array.
+
+    >>> _copy("h0", "i", "c0", (2,), "")
+    ['for e0 in range(2):', '    h0[i, e0] = c0[e0]']
+    >>> _copy("c0", "", "R0", (), "")
+    ['c0[()] = R0[()]']
+    """
+    element = [f"e{d}" for d in range(len(shape))]
+    lines = [f"{indent}{'    ' * d}for e{d} in range({n}):" for d, n in enumerate(shape)]
+    to = ", ".join(([lead] if lead else []) + element) or "()"
+    read = src if number and not shape else f"{src}[{', '.join(element) or '()'}]"
+    lines.append(f"{indent}{'    ' * len(shape)}{array}[{to}] = {read}")
+    return lines
+
+
 def _source(module: str, function: str, n_carry: int, n_x: int, n_cap: int, args: list,
-            sources: list, ndims: list, out_ndims: list, into: Optional[list] = None) -> str:
+            sources: list, shapes: list, out_shapes: list, into: Optional[list] = None,
+            staged: tuple = ()) -> str:
     """The loop module: ``loop_(steps, reverse, k, carries, xs, captures, ys, hists)``."""
     names = [f"c{j}" for j in range(n_carry)] + [f"x{j}" for j in range(n_x)]
     names += [f"p{j}" for j in range(n_cap)]
@@ -95,47 +152,58 @@ def _source(module: str, function: str, n_carry: int, n_x: int, n_cap: int, args
     for k in range(n_carry + n_x + n_cap):
         if n_carry <= k < n_carry + n_x:       # one slice of xs per step
             j = k - n_carry
-            read.append(f"x{j}[t:t + 1].reshape(())" if ndims[k] == 0 else f"x{j}[t]")
+            read.append(f"x{j}[t:t + 1].reshape(())" if not shapes[k] else f"x{j}[t]")
         else:
             read.append(names[k])
+    result = "R{}" if into else "r_[{}]"
 
     def value(src) -> str:
-        return f"r_[{src[1]}]" if src[0] == "k" else read[src[1]]
-
-    def whole(text: str, ndim: int) -> str:
-        return f"{text}[()]" if ndim == 0 else text
+        if src[0] == "v":                     # a view of another source, as the driver's
+            node = src[2]
+            if _number(node):                 # numba: a number, not a 0-d view
+                return f"{value(src[1])}[{index_text(tuple(node.attrs['key']))}]"
+            return STEP_FORMS[node.op](node, [value(src[1])])
+        return result.format(src[1]) if src[0] == "k" else read[src[1]]
 
     outs = [f"y{j}" for j in range(n_y)] + [f"h{j}" for j in range(n_carry)]
-    lines = ["import sys", "", "import numba", "import numpy as np", "",
-             f"K_ = sys.modules[{module!r}].{function}{'_into' if into else ''}", "", "",
-             "@numba.njit(cache=NUMBA_CACHE, error_model='numpy')",
+    outs += [f"R{j}" for j in range(len(into or ()))]   # the kernel's result buffers
+    outs += [f"T{j}" for j in staged]       # new carries read from carries, staged
+    kernel = f"M_.{function}{'_into' if into else ''}"
+    lines = ["import sys", "", "import numba", "", f"M_ = sys.modules[{module!r}]",
+             "FASTMATH_ = getattr(M_, 'FASTMATH', False)",
+             f"K_ = numba.njit(inline='always', error_model='numpy', "
+             f"fastmath=FASTMATH_)({kernel}.py_func)" if INLINE else f"K_ = {kernel}", "", "",
+             "@numba.njit(cache=NUMBA_CACHE, error_model='numpy'"
+             f"{', fastmath=FASTMATH_' if INLINE else ''})",
              f"def loop_(steps, reverse, k, {', '.join(names + outs)}):"]
-    if into:                       # the kernel writes into buffers R<j> made once
-        lines += [f"    R{j} = np.empty({shape!r}, np.{dtype})"
-                  for j, (shape, dtype) in enumerate(into)]
-
-        def value(src) -> str:     # noqa: F811 (a result is its buffer)
-            return f"R{src[1]}" if src[0] == "k" else read[src[1]]
     lines += ["    for s in range(steps):",
-             "        t = steps - 1 - s if reverse else s",
-             "        if s % k == 0:",
-             "            i = s // k if k > 1 else t"]
-    lines += [f"            h{j}[i] = {whole(f'c{j}', ndims[j])}" for j in range(n_carry)]
-    ys = [f"        y{j}[t] = {whole(value(sources[n_carry + j]), out_ndims[n_carry + j])}"
-          for j in range(n_y)]
+              "        t = steps - 1 - s if reverse else s",
+              "        if s % k == 0:",
+              "            i = s // k if k > 1 else t"]
+    for j in range(n_carry):
+        lines += _copy(f"h{j}", "i", f"c{j}", shapes[j], "            ")
+    ys = []       # ys read the carries entering the step (when a y is a carry input)
+    for j in range(n_y):
+        src = sources[n_carry + j]
+        ys += _copy(f"y{j}", "t", value(src), out_shapes[n_carry + j], "        ",
+                    src[0] == "v" and _number(src[2]))
     if into:
         buffers = "".join(f", R{j}" for j in range(len(into)))
         lines.append(f"        K_({', '.join(read[a] for a in args)}{buffers})")
         lines += ys
-        lines += [f"        c{j}[{'()' if ndims[j] == 0 else ':'}] = "
-                  f"{whole(value(sources[j]), ndims[j])}" for j in range(n_carry)]
-        lines.append(f"    return ({''.join(f'c{j}, ' for j in range(n_carry)).rstrip(' ')})")
-        return "\n".join(lines) + "\n"
-    lines.append(f"        r_ = K_({', '.join(read[a] for a in args)}{',' * (len(args) == 1)})")
-    lines += ys      # ys read the carries entering the step (when a y is a carry input)
-    if n_carry:
-        lines.append(f"        {', '.join(f'c{j}' for j in range(n_carry))}, = "
-                     f"{', '.join(value(sources[j]) for j in range(n_carry))},")
+        for j in sorted(range(n_carry), key=lambda j: j not in staged):
+            src = sources[j]     # staged first: every carry is read before any is written
+            lines += _copy(f"T{j}" if j in staged else f"c{j}", "", value(src), shapes[j],
+                           "        ", src[0] == "v" and _number(src[2]))
+        for j in staged:
+            lines += _copy(f"c{j}", "", f"T{j}", shapes[j], "        ")
+    else:
+        lines.append(f"        r_ = K_({', '.join(read[a] for a in args)}"
+                     f"{',' * (len(args) == 1)})")
+        lines += ys
+        if n_carry:
+            lines.append(f"        {', '.join(f'c{j}' for j in range(n_carry))}, = "
+                         f"{', '.join(value(sources[j]) for j in range(n_carry))},")
     lines.append(f"    return ({''.join(f'c{j}, ' for j in range(n_carry)).rstrip(' ')})")
     return "\n".join(lines) + "\n"
 
@@ -165,21 +233,28 @@ def _make(body, f, n_carry: int, n_x: int) -> FusedScan:
     if found is None:
         return FusedScan(reason=reason)
     kernel, args, sources = found
-    if any(s == "i" and n_carry <= k < n_carry + n_x for s, k in sources[:n_carry]):
-        return FusedScan(reason="a carry is set to a slice of xs")
     function = f"_s{kernel.index}"
     module = f.module.__name__
     if not hasattr(f.module, function):
         return FusedScan(reason="the body's module has no scalar function")
     n_cap = len(body.captures)
-    ndims = [len(t.shape) for t in tensors]
+    shapes = [tuple(t.shape) for t in tensors]
     into = None        # results written into buffers: no allocation per step
     region = kernel.attrs.get("region")
-    if INTO and hasattr(f.module, function + "_into") and region is not None and \
-            not any(s == "i" and k < n_carry for s, k in sources[:n_carry]):
+    if INTO and hasattr(f.module, function + "_into") and region is not None:
         into = [(tuple(o.shape), o.dtype.name) for o in region.outputs]
-    text = _source(module, function, n_carry, n_x, n_cap, args, sources, ndims,
-                   [len(o.shape) for o in body.outputs], into)
+    staged = tuple(j for j in range(n_carry)     # read from a carry: staged, then copied
+                   if _root(sources[j])[0] == "i" and _root(sources[j])[1] < n_carry)
+    for j, src in enumerate(sources[:n_carry]):  # new arrays a step: carries are rebound
+        if into is None and src[0] == "v":
+            return FusedScan(reason=f"carry {j} is a view ({src[2].op.name}) of a body "
+                                    "value and the kernel has no _into form")
+        if into is None and src[0] == "i" and n_carry <= src[1] < n_carry + n_x:
+            return FusedScan(reason="a carry is set to a slice of xs")
+    if into is None:
+        staged = ()
+    text = _source(module, function, n_carry, n_x, n_cap, args, sources, shapes,
+                   [tuple(o.shape) for o in body.outputs], into, staged)
     key = hashlib.sha256(("fused scan loop\n" + text).encode()).hexdigest()
     try:
         loop_module, _, _ = load_or_build(key, lambda: text)
@@ -187,7 +262,8 @@ def _make(body, f, n_carry: int, n_x: int) -> FusedScan:
         return FusedScan(reason=f"the loop module did not load ({type(exc).__name__})")
     loop_module.BODY_FUNCTION_ = f          # the body's module stays loaded with the loop
     return FusedScan(loop_module.loop_, "", tuple((t.shape, t.dtype) for t in tensors),
-                     tuple((o.shape, o.dtype) for o in body.outputs), into is not None)
+                     tuple((o.shape, o.dtype) for o in body.outputs),
+                     (into or []) + [(shapes[j], body.inputs[j].dtype) for j in staged])
 
 
 def run_fused(fused: FusedScan, args: tuple, n_carry: int, n_x: int, length, reverse: bool,
@@ -215,7 +291,7 @@ def run_fused(fused: FusedScan, args: tuple, n_carry: int, n_x: int, length, rev
     hist = [np.empty(((steps + k - 1) // k,) + c.shape, c.dtype) for c in carries]
     try:
         finals = fused.loop(steps, bool(reverse), k, *carries, *xs, *values[n_carry + n_x:],
-                            *ys, *hist)
+                            *ys, *hist, *(np.empty(s, d) for s, d in fused.buffers))
     except NumbaError as exc:           # numba could not compile it: the Python loop runs
         fused.loop = None
         fused.reason = f"numba could not compile the fused loop ({type(exc).__name__})"
