@@ -67,7 +67,10 @@ def _attr_text(value, exprs: dict) -> str:
 
 _SETTINGS = (("hoist", "ENABLED"), ("hoist", "NEW_KERNEL_MIN"), ("fold", "FOLD_LIMIT"),
              ("fold", "INFLATE_MIN"), ("rewrite", "CHEAP_OPS"), ("scalar", "ENABLED"),
-             ("scalar", "SCALAR_ELEMENTS"), ("scalar", "MIN_STEPS"))
+             ("scalar", "SCALAR_ELEMENTS"), ("scalar", "MIN_STEPS"), ("scalar", "DISPATCH_NS"),
+             ("scalar", "STATEMENT_NS"), ("scalar", "ELEMENT_NS"), ("scalar", "BUILD_BASE"),
+             ("scalar", "BUILD_PER_NODE"))
+"""(room, setting): scalar ones are ``scalar.settings.NAMES`` (tests/test_scalar_cost.py)."""
 
 
 def _setting_modules() -> dict:
