@@ -131,7 +131,7 @@ def _scalar_lines(region, choices) -> list:
     why = "" if limit is None else f" (tensors of at most {limit} elements)"
     lines = [f"scalar kernel {region.number}  per element, straight-line{why}  "
              f"{region_summary(region)}"]
-    lines += [f"  cost: {c.estimate.text()}" for c in choices
+    lines += [f"  cost: {c.text()}" for c in choices
               if c.members and c.members[0] is region.members[0]]
     lines += [f"  reads  {_value(i)}" for i in region.node.inputs]
     lines += [f"  writes {_value(o)}" for o in region.results]
@@ -140,7 +140,7 @@ def _scalar_lines(region, choices) -> list:
 
 def _not_scalar_lines(plan: Plan) -> list:
     """Regions the cost model kept as loops (``scalar/cost.py``), with its numbers."""
-    lines = [f"  {len(c.members)} nodes from {c.members[0].name!r}: {c.estimate.text()}"
+    lines = [f"  {len(c.members)} nodes from {c.members[0].name!r}: {c.text()}"
              for c in getattr(plan.graph, "scalar_choices", ()) if not c.chosen]
     return ["kept as loops by the scalar cost model:"] + lines if lines else []
 

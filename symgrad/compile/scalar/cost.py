@@ -9,20 +9,23 @@ spills). Statements are what the element rules emit (``elements.py``): one per e
 an elementwise node; a sum (reduction, ``unbroadcast``, ``tile_grad``) its input elements;
 a contraction (matmul, einsum, tensordot) its products (n * m * k for a matmul); a view or
 a move (getitem, stack, transpose, ...) none. The scalar form is chosen where it is cheaper
-at run time and its build size (statements plus the elements it reads and writes, each a
-line of the kernel) is within ``BUILD_BASE + BUILD_PER_NODE`` per node of the program: a
-bound that grows with the program, so a kernel may be as large as the program it comes
-from, never a fixed size. All constants live in ``settings.py``.
+at run time, and while the build times of the program's scalar kernels (``BUILD_*_US``
+per statement and per element read or written) fit together in a budget that grows with
+the program (``BUILD_BASE_US`` and ``BUILD_PER_NODE_US`` per node; the regions saving
+the most run time per build second first): a kernel may grow with the program it comes
+from, never past a fixed size. All constants live in ``settings.py``.
 
 >>> import symgrad as sg
 >>> from symgrad.compile.plan.fold import fold_graph
 >>> x = sg.placeholder("x", shape=(100,))
 >>> g = fold_graph([sg.stack([x[i] * x[(i + 1) % 100] for i in range(100)])])
 >>> e = estimate(g.order[1:], g)
->>> (e.statements, e.reads, e.writes, e.kernels, e.steps, e.chosen)
+>>> (e.statements, e.reads, e.writes, e.kernels, e.steps, e.faster)
 (100, 100, 100, 1, 101, True)
 >>> print(e.text())
-scalar ~1.1 us (100 statements) vs loops ~102 us (1 kernel, 101 steps); build 300 <= 17,024
+scalar ~1.1 us (100 statements) vs loops ~102 us (1 kernel, 101 steps); build ~0.44 s (200 elements read or written)
+>>> within_budget([e], budget_us(g)), budget_us(g) / 1e6
+([True], 4.02)
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ from ..plan.fold import FoldedGraph, LNode
 from ..plan.oprules import FUSED_REDUCTIONS, S
 from . import settings
 
-__all__ = ["Estimate", "estimate", "statements", "splits", "size_of", "admissible"]
+__all__ = ["Estimate", "estimate", "statements", "splits", "size_of", "admissible",
+           "budget_us", "within_budget"]
 
 _SUMS = frozenset({R.reduce_sum, R.reduce_mean, R.unbroadcast, L.tile_grad})
 _CONTRACTIONS = frozenset({C.matmul, C.einsum, C.tensordot})
@@ -80,24 +84,25 @@ def splits(node: LNode) -> bool:
 
 
 def admissible(node: LNode) -> bool:
-    """A node whose statements cost at most one call more than its loop: worked per
-    element it cannot lose more than the scalar form saves by removing one unit."""
-    return statements(node) * (settings.STATEMENT_NS - settings.ELEMENT_NS) <= \
-        settings.DISPATCH_NS
+    """A node whose statements cost at most one call more than its loop (worked per
+    element it cannot lose more than the scalar form saves by removing one unit), each
+    element one statement of at most ``MAX_TERMS`` terms."""
+    work = statements(node)
+    return work * (settings.STATEMENT_NS - settings.ELEMENT_NS) <= settings.DISPATCH_NS \
+        and work <= settings.MAX_TERMS * size_of(node.shape)
 
 
 @dataclass(frozen=True)
 class Estimate:
     """A region in both forms: the scalar kernel's ``statements``, ``reads`` and
     ``writes`` (elements); the loop plan's ``kernels`` and ``steps`` (the loops do the
-    same element work); ``bound`` the build size allowed (statements + reads + writes)."""
+    same element work)."""
 
     statements: int
     reads: int
     writes: int
     kernels: int
     steps: int
-    bound: int
 
     @property
     def scalar_ns(self) -> float:
@@ -109,20 +114,44 @@ class Estimate:
             settings.ELEMENT_NS * self.statements
 
     @property
-    def build(self) -> int:
-        return self.statements + self.reads + self.writes
+    def faster(self) -> bool:
+        return self.scalar_ns < self.loop_ns
 
     @property
-    def chosen(self) -> bool:
-        return self.scalar_ns < self.loop_ns and self.build <= self.bound
+    def build_us(self) -> float:
+        """Microseconds to build the scalar kernel: its statements and element lines."""
+        elements = self.reads + self.writes
+        return settings.BUILD_STATEMENT_US * self.statements + elements * (
+            settings.BUILD_ELEMENT_US + settings.BUILD_ELEMENT_SQ_US * elements)
 
     def text(self) -> str:
-        """``scalar ~a us (n statements) vs loops ~b us (k kernels, s steps); build c <= d``."""
+        """``scalar ~a us (n statements) vs loops ~b us (k kernels, s steps); build ~c s``."""
         k, s = self.kernels, self.steps
-        build = "<=" if self.build <= self.bound else ">"
         return (f"scalar ~{self.scalar_ns / 1e3:,.3g} us ({self.statements:,} statements) vs "
                 f"loops ~{self.loop_ns / 1e3:,.3g} us ({k} kernel{'s' * (k != 1)}, "
-                f"{s} step{'s' * (s != 1)}); build {self.build:,} {build} {self.bound:,}")
+                f"{s} step{'s' * (s != 1)}); build ~{self.build_us / 1e6:.2g} s "
+                f"({self.reads + self.writes:,} elements read or written)")
+
+
+def budget_us(graph: FoldedGraph) -> float:
+    """The build time all scalar kernels of ``graph`` may take together (microseconds):
+    ``BUILD_BASE_US`` and ``BUILD_PER_NODE_US`` per node of the folded graph."""
+    return settings.BUILD_BASE_US + settings.BUILD_PER_NODE_US * len(graph.order)
+
+
+def within_budget(estimates: list, budget: float) -> list:
+    """Per estimate, whether it is built: the faster ones, most run time saved per build
+    microsecond first, while their build times fit in ``budget`` together."""
+    order = sorted((k for k, e in enumerate(estimates) if e.faster),
+                   key=lambda k: -(estimates[k].loop_ns - estimates[k].scalar_ns) /
+                   max(estimates[k].build_us, 1.0))
+    fits = [False] * len(estimates)
+    spent = 0.0
+    for k in order:
+        if spent + estimates[k].build_us <= budget:
+            spent += estimates[k].build_us
+            fits[k] = True
+    return fits
 
 
 def _loop_shape(node: LNode) -> tuple:
@@ -150,5 +179,4 @@ def estimate(members: list, graph: FoldedGraph) -> Estimate:
     steps = sum(map(splits, members))
     kernels = len({_loop_shape(m) for m in members if not splits(m)})
     reads, writes = _io(members, graph)
-    bound = settings.BUILD_BASE + settings.BUILD_PER_NODE * len(graph.order)
-    return Estimate(sum(map(statements, members)), reads, writes, kernels, steps, bound)
+    return Estimate(sum(map(statements, members)), reads, writes, kernels, steps)

@@ -10,8 +10,8 @@ regions of its small inputs unless that would make a cycle (some value outside t
 both depends on the region and feeds it); then regions that do not depend on each other are
 merged (one call for independent small computations). A region the kernel planner would
 split with at least ``MIN_STEPS`` structural steps, computing more than views, becomes one
-scalar kernel where the cost model chooses it (``cost.py``: cheaper at run time, build size
-within the program's bound). Where it does not, its heaviest nodes (statements or
+scalar kernel where the cost model chooses it (``cost.py``: cheaper at run time, build time
+within the program's budget). Where it does not, its heaviest nodes (statements or
 elements) leave the candidates and the regions are grown again, until every region is
 chosen or not a candidate (each round halves the heaviest node a rejected region may
 keep). A view (getitem, transpose, ...) that no small node reads stays a numpy view for
@@ -35,7 +35,8 @@ from ...shapes import is_fully_known
 from ..plan.fold import FoldedGraph, LNode
 from ..plan.oprules import VIEWS
 from . import settings
-from .cost import Estimate, admissible, estimate, size_of, splits, statements
+from .cost import (Estimate, admissible, budget_us, estimate, size_of, splits, statements,
+                   within_budget)
 from .elements import ELEMENT_RULES
 
 __all__ = ["scalar_regions", "is_small", "size_of", "Choice"]
@@ -67,14 +68,22 @@ def _weight(node: LNode) -> int:
 
 @dataclass(frozen=True)
 class Choice:
-    """A region the cost model weighed: its ``members`` and ``estimate``."""
+    """A region the cost model weighed: its ``members``, ``estimate`` and whether its build
+    fits the program's budget (``budget`` microseconds)."""
 
     members: tuple
     estimate: Estimate
+    fits: bool
+    budget: float
 
     @property
     def chosen(self) -> bool:
-        return self.estimate.chosen
+        return self.estimate.faster and self.fits
+
+    def text(self) -> str:
+        why = "" if self.chosen else "; loops are faster" if not self.estimate.faster else \
+            f"; over the program's build budget ~{self.budget / 1e6:.2g} s"
+        return self.estimate.text() + why
 
 
 class _Regions:
@@ -218,7 +227,10 @@ def scalar_regions(graph: FoldedGraph) -> list:
         if settings.SCALAR_ELEMENTS is not None:      # the rule before the cost model
             graph.scalar_choices = []
             return found
-        choices = [Choice(tuple(m), estimate(m, graph)) for m in found]
+        estimates = [estimate(m, graph) for m in found]
+        budget = budget_us(graph)
+        choices = [Choice(tuple(m), e, fits, budget) for m, e, fits in
+                   zip(found, estimates, within_budget(estimates, budget))]
         losers = [c for c in choices if not c.chosen]
         if not losers:
             break
