@@ -240,7 +240,7 @@ def scalar_regions(graph: FoldedGraph) -> list:
             for m in c.members:
                 limits[id(m)] = min(limits.get(id(m), keep), keep)
     members = {id(m) for c in choices for m in c.members}
-    rejected = [c for c in rejected if not any(id(m) in members for m in c.members)]
+    rejected = [c for c in rejected if not all(id(m) in members for m in c.members)]
     graph.scalar_choices = choices + _distinct(rejected)
     return [list(c.members) for c in choices]
 
