@@ -3,7 +3,8 @@ part of the compile key through the regions it chooses, and of the warm key).
 
 The choice is a cost model (``cost.py``), not a size threshold: a region is worked per
 element where one straight-line call is cheaper than the loop kernels and steps it
-replaces, and its build size stays within a bound that grows with the program.
+replaces, and the build times of the program's scalar kernels fit a budget that grows
+with the program.
 ``DISPATCH_NS``: one call of a loop kernel, a structural step or a scalar kernel from the
 driver. ``STATEMENT_NS``: one statement of straight-line code. ``ELEMENT_NS``: one element
 of one op in a fused loop (vector code). ``BUILD_STATEMENT_US``: building one statement
