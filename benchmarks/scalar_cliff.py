@@ -66,7 +66,7 @@ def run_case(n: int, form: str, repeat: int, root: str = ROOT) -> dict:
         env = dict(os.environ, PYTHONPATH=root, SYMGRAD_CACHE_DIR=os.path.join(tmp, "sg"),
                    NUMBA_CACHE_DIR=os.path.join(tmp, "nb"))
         out = subprocess.run([sys.executable, "-c", CHILD, str(n), form, str(repeat)],
-                             env=env, capture_output=True, text=True, check=True)
+                             env=env, cwd=root, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
