@@ -107,6 +107,7 @@ def test_explain_gives_the_cost_numbers(monkeypatch):
     assert text.count("; loops are faster") == 1
     monkeypatch.setattr(settings, "BUILD_BASE_US", 0.0)    # no build budget
     monkeypatch.setattr(settings, "BUILD_PER_NODE_US", 0.0)
+    monkeypatch.setattr(settings, "BUILD_UNIT_US", 0.0)    # loops free to build
     text = sg.function([x], y).explain()
     assert "scalar kernel" not in text and "over the program's build budget ~0 s" in text
 

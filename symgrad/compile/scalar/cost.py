@@ -9,8 +9,9 @@ spills). Statements are what the element rules emit (``elements.py``): one per e
 an elementwise node; a sum (reduction, ``unbroadcast``, ``tile_grad``) its input elements;
 a contraction (matmul, einsum, tensordot) its products (n * m * k for a matmul); a view or
 a move (getitem, stack, transpose, ...) none. The scalar form is chosen where it is cheaper
-at run time, and while the build times of the program's scalar kernels (``BUILD_*_US``
-per statement and per element read or written) fit together in a budget that grows with
+at run time, and while the build time the program's scalar kernels add over the loops
+they replace (``BUILD_*_US`` per statement and per element read or written, against
+``BUILD_UNIT_US`` per loop kernel or step) fits together in a budget that grows with
 the program (``BUILD_BASE_US`` and ``BUILD_PER_NODE_US`` per node; the regions saving
 the most run time per build second first): a kernel may grow with the program it comes
 from, never past a fixed size. All constants live in ``settings.py``.
@@ -22,8 +23,9 @@ from, never past a fixed size. All constants live in ``settings.py``.
 >>> e = estimate(g.order[1:], g)
 >>> (e.statements, e.reads, e.writes, e.kernels, e.steps, e.faster)
 (100, 100, 100, 1, 101, True)
->>> print(e.text())
-scalar ~1.1 us (100 statements) vs loops ~102 us (1 kernel, 101 steps); build ~0.44 s (200 elements read or written)
+>>> print(e.text().replace("; ", ";" + chr(10)))
+scalar ~1.1 us (100 statements) vs loops ~102 us (1 kernel, 101 steps);
+build ~0.44 s (200 elements read or written) vs ~5.1 s
 >>> within_budget([e], budget_us(g)), budget_us(g) / 1e6
 ([True], 4.02)
 """
@@ -124,13 +126,25 @@ class Estimate:
         return settings.BUILD_STATEMENT_US * self.statements + elements * (
             settings.BUILD_ELEMENT_US + settings.BUILD_ELEMENT_SQ_US * elements)
 
+    @property
+    def loop_build_us(self) -> float:
+        """Microseconds to build the loop kernels and steps instead."""
+        return settings.BUILD_UNIT_US * (self.kernels + self.steps)
+
+    @property
+    def extra_us(self) -> float:
+        """Build time the scalar form adds over the loops (0 where it saves some)."""
+        return max(0.0, self.build_us - self.loop_build_us)
+
     def text(self) -> str:
-        """``scalar ~a us (n statements) vs loops ~b us (k kernels, s steps); build ~c s``."""
+        """``scalar ~a us (n statements) vs loops ~b us (k kernels, s steps); build ~c s
+        (e elements read or written) vs ~d s``."""
         k, s = self.kernels, self.steps
         return (f"scalar ~{self.scalar_ns / 1e3:,.3g} us ({self.statements:,} statements) vs "
                 f"loops ~{self.loop_ns / 1e3:,.3g} us ({k} kernel{'s' * (k != 1)}, "
                 f"{s} step{'s' * (s != 1)}); build ~{self.build_us / 1e6:.2g} s "
-                f"({self.reads + self.writes:,} elements read or written)")
+                f"({self.reads + self.writes:,} elements read or written) vs "
+                f"~{self.loop_build_us / 1e6:.2g} s")
 
 
 def budget_us(graph: FoldedGraph) -> float:
@@ -141,15 +155,16 @@ def budget_us(graph: FoldedGraph) -> float:
 
 def within_budget(estimates: list, budget: float) -> list:
     """Per estimate, whether it is built: the faster ones, most run time saved per build
-    microsecond first, while their build times fit in ``budget`` together."""
+    microsecond added first, while the build time they add over their loops fits in
+    ``budget`` together."""
     order = sorted((k for k, e in enumerate(estimates) if e.faster),
                    key=lambda k: -(estimates[k].loop_ns - estimates[k].scalar_ns) /
-                   max(estimates[k].build_us, 1.0))
+                   max(estimates[k].extra_us, 1.0))
     fits = [False] * len(estimates)
     spent = 0.0
     for k in order:
-        if spent + estimates[k].build_us <= budget:
-            spent += estimates[k].build_us
+        if spent + estimates[k].extra_us <= budget:
+            spent += estimates[k].extra_us
             fits[k] = True
     return fits
 

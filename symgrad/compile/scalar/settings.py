@@ -3,7 +3,7 @@ part of the compile key through the regions it chooses, and of the warm key).
 
 The choice is a cost model (``cost.py``), not a size threshold: a region is worked per
 element where one straight-line call is cheaper than the loop kernels and steps it
-replaces, and the build times of the program's scalar kernels fit a budget that grows
+replaces, and the build time the program's scalar kernels add fits a budget that grows
 with the program.
 ``DISPATCH_NS``: one call of a loop kernel, a structural step or a scalar kernel from the
 driver. ``STATEMENT_NS``: one statement of straight-line code. ``ELEMENT_NS``: one element
@@ -11,8 +11,10 @@ of one op in a fused loop (vector code). ``BUILD_STATEMENT_US``: building one st
 (an LLVM IR body's); ``BUILD_ELEMENT_US`` + ``BUILD_ELEMENT_SQ_US`` per element of the
 kernel: one element a kernel reads or writes (numba's front end types each line, and the
 time per line grows with the function: measured 2.3 ms each at 200 elements, 8.5 ms at
-1,600, on a 2-core machine). ``BUILD_BASE_US`` + ``BUILD_PER_NODE_US`` per node of the
-folded graph: the build time all scalar kernels of a program may take together.
+1,600, on a 2-core machine). ``BUILD_UNIT_US``: building one loop kernel or step (its share of the
+driver and module: measured ~60 ms per getitem step). ``BUILD_BASE_US`` +
+``BUILD_PER_NODE_US`` per node of the folded graph: the build time all scalar kernels of a
+program may add together over the loops they replace.
 ``MAX_TERMS``: the most terms one element's statement may sum (a reduction's inputs per
 output element, a matmul's k): a sum is one statement, and the printers recurse per term.
 ``MIN_STEPS``: a region is a candidate only when the kernel planner would split it with at
@@ -30,6 +32,7 @@ ELEMENT_NS = 0.25
 BUILD_STATEMENT_US = 200.0
 BUILD_ELEMENT_US = 1200.0
 BUILD_ELEMENT_SQ_US = 4.6
+BUILD_UNIT_US = 5e4
 BUILD_BASE_US = 2e6
 BUILD_PER_NODE_US = 1e4
 MAX_TERMS = 64
@@ -39,7 +42,7 @@ ENABLED = True
 
 NAMES = ("ENABLED", "SCALAR_ELEMENTS", "MIN_STEPS", "DISPATCH_NS", "STATEMENT_NS",
          "ELEMENT_NS", "BUILD_STATEMENT_US", "BUILD_ELEMENT_US", "BUILD_ELEMENT_SQ_US",
-         "BUILD_BASE_US", "BUILD_PER_NODE_US", "MAX_TERMS")
+         "BUILD_UNIT_US", "BUILD_BASE_US", "BUILD_PER_NODE_US", "MAX_TERMS")
 """Every setting the choice depends on (the warm key reads them, ``cache/warm.py``)."""
 
 
