@@ -132,17 +132,18 @@ def _scalar_lines(region, choices) -> list:
     lines = [f"scalar kernel {region.number}  per element, straight-line{why}  "
              f"{region_summary(region)}"]
     lines += [f"  cost: {c.text()}" for c in choices
-              if c.members and c.members[0] is region.members[0]]
+              if c.chosen and c.members[0] is region.members[0]]
     lines += [f"  reads  {_value(i)}" for i in region.node.inputs]
     lines += [f"  writes {_value(o)}" for o in region.results]
     return lines
 
 
 def _not_scalar_lines(plan: Plan) -> list:
-    """Regions the cost model kept as loops (``scalar/cost.py``), with its numbers."""
+    """Regions the cost model did not make one scalar kernel (``scalar/cost.py``; their
+    lighter nodes may be in a smaller one), with its numbers."""
     lines = [f"  {len(c.members)} nodes from {c.members[0].name!r}: {c.text()}"
              for c in getattr(plan.graph, "scalar_choices", ()) if not c.chosen]
-    return ["kept as loops by the scalar cost model:"] + lines if lines else []
+    return ["not one scalar kernel, by the scalar cost model:"] + lines if lines else []
 
 
 def _scalar_source(node) -> Optional[str]:
