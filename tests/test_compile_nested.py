@@ -37,6 +37,13 @@ def _points(n: int, dim: int = 3) -> np.ndarray:
     return g[:n].astype(np.float64) * 1.1 + rng.uniform(-0.1, 0.1, (n, dim))
 
 
+@pytest.fixture(autouse=True)
+def _loop_plans(monkeypatch):
+    """Nest tests: small static pair sums (n = 7, 9: a few hundred elements) are one
+    scalar kernel by cost (compile/scalar/cost.py); these tests check the loop nests."""
+    monkeypatch.setattr(scalar_settings, "ENABLED", False)
+
+
 def _pair_potential(n: int, dim: int = 3):
     P = sg.placeholder("P", shape=(n, dim))
     D = P[:, None, :] - P[None, :, :]

@@ -84,7 +84,7 @@ def test_rk4_lotka_volterra_is_one_scalar_kernel(steps):
     assert _scalar_kernels(f) == 1 and f.plan.kernels == []
     head = f.explain().splitlines()[0]
     assert "0 kernels, 1 scalar kernel, 0 steps" in head
-    assert f"tensors of at most {settings.SCALAR_ELEMENTS} elements" in f.explain()
+    assert "  cost: scalar ~" in f.explain()      # the cost model's numbers
     decided = {r.name: r.decided for r in f.passes}
     assert decided["scalar"].startswith("1 scalar kernel of ")
     assert "_s" in f.source and "llvm_body_" in f.source   # one straight-line function
@@ -224,10 +224,15 @@ def test_above_the_threshold_the_loop_plan_is_used(monkeypatch):
     assert _scalar_kernels(sg.function(inputs, outputs)) == 1
 
 
-def test_tensors_over_64_elements_are_not_worked_per_element():
+def test_the_old_threshold_can_be_forced(monkeypatch):
+    """``SCALAR_ELEMENTS = 64`` is the rule before the cost model (65 elements: loops);
+    by cost the same graph is one scalar kernel (tests/test_scalar_cost.py)."""
     x = sg.placeholder("x", shape=(65,))
     y = sg.reduce_sum(sg.stack([x[1:] * x[:-1], x[:-1]]))
-    f = sg.function([x], [y] + sg.gradients(y, [x]))
+    outputs = [y] + sg.gradients(y, [x])
+    assert _scalar_kernels(sg.function([x], outputs)) == 1
+    monkeypatch.setattr(settings, "SCALAR_ELEMENTS", 64)
+    f = sg.function([x], outputs)
     assert _scalar_kernels(f) == 0
     x8 = sg.placeholder("x", shape=(8, 8))   # 64 elements: per element
     y8 = sg.reduce_sum(sg.matmul(x8, sg.transpose(x8))[1:])

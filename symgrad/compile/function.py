@@ -117,7 +117,8 @@ def scalar_pass(ctx: Context) -> str:
                            if ctx.spec.device else "turned off")
     ctx.graph, regions = scalar_graph(ctx.graph)
     ctx.extra["scalar regions"] = regions
-    limit = f"tensors of at most {scalar_settings.SCALAR_ELEMENTS} elements"
+    limit = "by cost" if scalar_settings.SCALAR_ELEMENTS is None else \
+        f"tensors of at most {scalar_settings.SCALAR_ELEMENTS} elements"
     if not regions:
         return f"none ({limit})"
     nodes = sum(len(r.members) for r in regions)

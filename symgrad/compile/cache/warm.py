@@ -67,7 +67,12 @@ def _attr_text(value, exprs: dict) -> str:
 
 _SETTINGS = (("hoist", "ENABLED"), ("hoist", "NEW_KERNEL_MIN"), ("fold", "FOLD_LIMIT"),
              ("fold", "INFLATE_MIN"), ("rewrite", "CHEAP_OPS"), ("scalar", "ENABLED"),
-             ("scalar", "SCALAR_ELEMENTS"), ("scalar", "MIN_STEPS"))
+             ("scalar", "SCALAR_ELEMENTS"), ("scalar", "MIN_STEPS"), ("scalar", "DISPATCH_NS"),
+             ("scalar", "STATEMENT_NS"), ("scalar", "ELEMENT_NS"),
+             ("scalar", "BUILD_STATEMENT_US"), ("scalar", "BUILD_ELEMENT_US"),
+             ("scalar", "BUILD_ELEMENT_SQ_US"), ("scalar", "BUILD_UNIT_US"),
+             ("scalar", "BUILD_BASE_US"), ("scalar", "BUILD_PER_NODE_US"), ("scalar", "MAX_TERMS"))
+"""(room, setting): scalar ones are ``scalar.settings.NAMES`` (tests/test_scalar_cost.py)."""
 
 
 def _setting_modules() -> dict:

@@ -119,18 +119,31 @@ def _units(plan: Plan, target: str) -> list:
             for k in unit.kernels:
                 lines += ["  " + line for line in _kernel_lines(k, f"kernel {k.index}")]
         elif region_of(unit.node) is not None:
-            lines += _scalar_lines(region_of(unit.node))
+            lines += _scalar_lines(region_of(unit.node),
+                                   getattr(plan.graph, "scalar_choices", ()))
         elif unit.node.op is not SCALAR_OUTPUT:     # named by its scalar kernel's lines
             lines.append(_step_line(unit, target))
     return lines
 
 
-def _scalar_lines(region) -> list:
-    lines = [f"scalar kernel {region.number}  per element, straight-line (tensors of at most "
-             f"{scalar_settings.SCALAR_ELEMENTS} elements)  {region_summary(region)}"]
+def _scalar_lines(region, choices) -> list:
+    limit = scalar_settings.SCALAR_ELEMENTS
+    why = "" if limit is None else f" (tensors of at most {limit} elements)"
+    lines = [f"scalar kernel {region.number}  per element, straight-line{why}  "
+             f"{region_summary(region)}"]
+    lines += [f"  cost: {c.text()}" for c in choices
+              if c.chosen and c.members[0] is region.members[0]]
     lines += [f"  reads  {_value(i)}" for i in region.node.inputs]
     lines += [f"  writes {_value(o)}" for o in region.results]
     return lines
+
+
+def _not_scalar_lines(plan: Plan) -> list:
+    """Regions the cost model did not make one scalar kernel (``scalar/cost.py``; their
+    lighter nodes may be in a smaller one), with its numbers."""
+    lines = [f"  {len(c.members)} nodes from {c.members[0].name!r}: {c.text()}"
+             for c in getattr(plan.graph, "scalar_choices", ()) if not c.chosen]
+    return ["not one scalar kernel, by the scalar cost model:"] + lines if lines else []
 
 
 def _scalar_source(node) -> Optional[str]:
@@ -268,6 +281,7 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
     if reuse:
         lines.append("buffers reused:")
         lines += reuse
+    lines += _not_scalar_lines(plan)
     bounds = _boundaries(plan, _producers(plan))
     lines.append("fusion boundaries:" + ("" if bounds else " none"))
     lines += bounds

@@ -1,7 +1,8 @@
 """Small-state code compiled as one scalar kernel (issue 25, item 1; docs/scalar_code.md).
 
-Where every tensor is static and small (``settings.SCALAR_ELEMENTS``), the compiler works
-per element: ``select.py`` finds the regions, ``elements.py`` gives each op record an
+Where tensors are static and one straight-line call is cheaper than the loops and steps
+it replaces (``cost.py``), the compiler works per element: ``select.py`` finds the
+regions, ``elements.py`` gives each op record an
 element rule and makes straight-line statements over atoms, ``graph.py`` replaces each
 region by one ``scalar_kernel`` node, ``source.py`` prints it as one njit function.
 """

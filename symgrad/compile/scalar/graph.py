@@ -122,6 +122,7 @@ def scalar_graph(graph: FoldedGraph) -> tuple:
     order = _topological(nodes, position)
     out = ScalarGraph(order, outputs, graph.placeholders, text)
     out.hoisted = getattr(graph, "hoisted", [])
+    out.scalar_choices = getattr(graph, "scalar_choices", [])
     return out, regions
 
 

@@ -1,16 +1,22 @@
 """Which nodes of the folded graph are worked per element, and the regions they form.
 
 A node is *small* when its op has an element rule (``elements.py``: every elementwise op,
-and the structural records listed there), its value is float, and it and every input have
-a static shape of at most ``SCALAR_ELEMENTS`` elements (``settings.SCALAR_ELEMENTS``).
-Regions are grown in topological order like the kernel planner's (``plan/regions.py``): a
-small node joins the regions of its small inputs unless that would make a cycle (some
-value outside the region both depends on the region and feeds it); then regions that do
-not depend on each other are merged (one call for independent small computations). A
-region becomes one scalar kernel when it would otherwise be split by at least
-``MIN_STEPS`` structural steps (a region of elementwise nodes and the sums a loop fuses
-is one kernel already) and computes more than views. A view (getitem, transpose, ...)
-that no small node reads stays a numpy view for the loops that read it.
+and the structural records listed there), its value is float, it and every input have a
+static shape, and its statements cost at most one call more than its loop
+(``cost.admissible``; or, where ``settings.SCALAR_ELEMENTS`` is set, the rule before the
+cost model: it and every input of at most that many elements). Regions are grown in
+topological order like the kernel planner's (``plan/regions.py``): a small node joins the
+regions of its small inputs unless that would make a cycle (some value outside the region
+both depends on the region and feeds it); then regions that do not depend on each other are
+merged (one call for independent small computations). A region the kernel planner would
+split with at least ``MIN_STEPS`` structural steps, computing more than views, becomes one
+scalar kernel where the cost model chooses it (``cost.py``: cheaper at run time, build time
+within the program's budget). Where it does not, its heaviest nodes (statements or
+elements) leave the candidates and the regions are grown again, until every region is
+chosen or not a candidate (each round halves the heaviest node a rejected region may
+keep). A view (getitem, transpose, ...) that no small node reads stays a numpy view for
+the loops that read it. Every region the cost model weighed is kept on the graph
+(``graph.scalar_choices``: members and estimate) for ``f.explain()``.
 
 >>> import symgrad as sg
 >>> from symgrad.compile.plan.fold import fold_graph
@@ -22,25 +28,25 @@ that no small node reads stays a numpy view for the loops that read it.
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import dataclass
+
 from ...shapes import is_fully_known
 from ..plan.fold import FoldedGraph, LNode
-from ..plan.oprules import FUSED_REDUCTIONS, VIEWS, S
+from ..plan.oprules import VIEWS
 from . import settings
+from .cost import (Estimate, admissible, budget_us, estimate, size_of, splits, statements,
+                   within_budget)
 from .elements import ELEMENT_RULES
 
-__all__ = ["scalar_regions", "is_small", "size_of"]
-
-
-def size_of(shape: tuple) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+__all__ = ["scalar_regions", "is_small", "size_of", "Choice"]
 
 
 def _small_value(node: LNode, kinds: str) -> bool:
+    limit = settings.SCALAR_ELEMENTS
     return is_fully_known(node.shape) and node.dims == node.shape and \
-        node.dtype.kind in kinds and 0 < size_of(node.shape) <= settings.SCALAR_ELEMENTS
+        node.dtype.kind in kinds and 0 < size_of(node.shape) and \
+        (limit is None or size_of(node.shape) <= limit)
 
 
 def is_small(node: LNode) -> bool:
@@ -51,15 +57,33 @@ def is_small(node: LNode) -> bool:
         return False
     if node.kind == "elementwise" and node.op.sympy is None:
         return False
-    return _small_value(node, "f") and all(_small_value(i, "fiub") or
-                                           (i.is_const and _small_value(i, "fiub"))
-                                           for i in node.inputs)
+    return _small_value(node, "f") and all(_small_value(i, "fiub") for i in node.inputs) \
+        and (settings.SCALAR_ELEMENTS is not None or admissible(node))
 
 
-def _splits(node: LNode) -> bool:
-    """A structural node the kernel planner would run as a step between kernels."""
-    return node.kind != "elementwise" and node.op not in FUSED_REDUCTIONS and \
-        node.op is not S.getitem_grad
+def _weight(node: LNode) -> int:
+    """What a node adds to a scalar kernel's build: its statements or its elements."""
+    return max(statements(node), size_of(node.shape))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A region the cost model weighed: its ``members``, ``estimate`` and whether its build
+    fits the program's budget (``budget`` microseconds)."""
+
+    members: tuple
+    estimate: Estimate
+    fits: bool
+    budget: float
+
+    @property
+    def chosen(self) -> bool:
+        return self.estimate.faster and self.fits
+
+    def text(self) -> str:
+        why = "" if self.chosen else "; loops are faster" if not self.estimate.faster else \
+            f"; over the program's build budget ~{self.budget / 1e6:.2g} s"
+        return self.estimate.text() + why
 
 
 class _Regions:
@@ -151,11 +175,13 @@ class _Regions:
             self.deps[id(node)] = self.roots(deps)
 
 
-def _candidates(graph: FoldedGraph) -> set:
-    """Ids of the small nodes, less the views (getitem, transpose, ...) that no small node
-    reads: numpy gives those as views to the loops that read them (a copy out of a scalar
-    kernel would cost more, and the loop nests match reads of such views)."""
-    small = {id(n) for n in graph.order if is_small(n)}
+def _candidates(graph: FoldedGraph, limits: dict) -> set:
+    """Ids of the small nodes within their ``limits`` (id -> heaviest weight kept), less the
+    views (getitem, transpose, ...) that no small node reads: numpy gives those as views to
+    the loops that read them (a copy out of a scalar kernel would cost more, and the loop
+    nests match reads of such views)."""
+    small = {id(n) for n in graph.order if is_small(n) and
+             (id(n) not in limits or _weight(n) <= limits[id(n)])}
     for node in reversed(graph.order):
         if id(node) in small and node.op in VIEWS and \
                 not any(id(c) in small for c in graph.consumers[id(node)]):
@@ -166,14 +192,13 @@ def _candidates(graph: FoldedGraph) -> set:
 def _worth(members: list) -> bool:
     """A region the loop planner would split with ``MIN_STEPS`` steps, computing more
     than views."""
-    return sum(map(_splits, members)) >= settings.MIN_STEPS and \
+    return sum(map(splits, members)) >= settings.MIN_STEPS and \
         any(m.op not in VIEWS for m in members)
 
 
-def scalar_regions(graph: FoldedGraph) -> list:
-    """The regions that become scalar kernels: lists of member LNodes in graph order."""
+def _grown(graph: FoldedGraph, small: set) -> list:
+    """The regions of the ``small`` nodes: lists of member LNodes in graph order."""
     regions = _Regions()
-    small = _candidates(graph)
     for node in graph.order:
         if id(node) in small:
             regions.place(node)
@@ -185,4 +210,49 @@ def scalar_regions(graph: FoldedGraph) -> list:
         r = regions.region.get(id(node))
         if r is not None:
             members.setdefault(regions.find(r), []).append(node)
-    return [m for m in members.values() if _worth(m)]
+    return list(members.values())
+
+
+_ROUNDS = 16
+"""Rounds that halve the heaviest node of a rejected region; later ones drop it whole."""
+
+
+def scalar_regions(graph: FoldedGraph) -> list:
+    """The regions that become scalar kernels: lists of member LNodes in graph order (the
+    regions weighed are ``graph.scalar_choices``)."""
+    limits: dict = {}
+    rejected: list = []
+    for rounds in itertools.count():
+        found = [m for m in _grown(graph, _candidates(graph, limits)) if _worth(m)]
+        if settings.SCALAR_ELEMENTS is not None:      # the rule before the cost model
+            graph.scalar_choices = []
+            return found
+        estimates = [estimate(m, graph) for m in found]
+        budget = budget_us(graph)
+        choices = [Choice(tuple(m), e, fits, budget) for m, e, fits in
+                   zip(found, estimates, within_budget(estimates, budget))]
+        losers = [c for c in choices if not c.chosen]
+        if not losers:
+            break
+        rejected += losers
+        for c in losers:
+            keep = max(map(_weight, c.members)) // 2 if rounds < _ROUNDS else 0
+            for m in c.members:
+                limits[id(m)] = min(limits.get(id(m), keep), keep)
+    members = {id(m) for c in choices for m in c.members}
+    rejected = [c for c in rejected if not all(id(m) in members for m in c.members)]
+    graph.scalar_choices = choices + _distinct(rejected)
+    return [list(c.members) for c in choices]
+
+
+def _distinct(rejected: list) -> list:
+    """The rejections of the last round that weighed each node (later rounds weigh parts
+    of earlier regions)."""
+    seen: set = set()
+    out = []
+    for c in reversed(rejected):
+        ids = {id(m) for m in c.members}
+        if not ids & seen:
+            out.append(c)
+        seen |= ids
+    return out[::-1]

@@ -1,20 +1,51 @@
-"""The scalar pass's thresholds (module attributes, so tests can change them; both are
-part of the compile key through the regions they choose, and of the warm key).
+"""The scalar pass's settings (module attributes, so tests can change them; every one is
+part of the compile key through the regions it chooses, and of the warm key).
 
-``SCALAR_ELEMENTS``: a node is worked per element only when it and each of its inputs
-have at most this many elements (static shapes only). 64 covers the states, parameter
-vectors and small matrices (8 x 8) of ODE steps and small models; beyond it a region's
-statements grow with the elements (a 64 x 64 matmul would be 262,144 products) and loops
-are the better code. ``MIN_STEPS``: a region becomes a scalar kernel when the kernel
-planner would otherwise split it with at least this many structural steps.
-``ENABLED``: False turns the pass off (every region planned as before).
+The choice is a cost model (``cost.py``), not a size threshold: a region is worked per
+element where one straight-line call is cheaper than the loop kernels and steps it
+replaces, and the build time the program's scalar kernels add fits a budget that grows
+with the program.
+``DISPATCH_NS``: one call of a loop kernel, a structural step or a scalar kernel from the
+driver. ``STATEMENT_NS``: one statement of straight-line code. ``ELEMENT_NS``: one element
+of one op in a fused loop (vector code). ``BUILD_STATEMENT_US``: building one statement
+(an LLVM IR body's); ``BUILD_ELEMENT_US`` + ``BUILD_ELEMENT_SQ_US`` per element of the
+kernel: one element a kernel reads or writes (numba's front end types each line, and the
+time per line grows with the function: measured 2.3 ms each at 200 elements, 8.5 ms at
+1,600, on a 2-core machine). ``BUILD_UNIT_US``: building one loop kernel or step (its share of the
+driver and module: measured ~60 ms per getitem step). ``BUILD_BASE_US`` +
+``BUILD_PER_NODE_US`` per node of the folded graph: the build time all scalar kernels of a
+program may add together over the loops they replace.
+``MAX_TERMS``: the most terms one element's statement may sum (a reduction's inputs per
+output element, a matmul's k): a sum is one statement, and the printers recurse per term.
+``MIN_STEPS``: a region is a candidate only when the kernel planner would split it with at
+least this many structural steps (a region of elementwise nodes and the sums a loop fuses
+is one loop kernel already). ``SCALAR_ELEMENTS``: None, or the rule before the cost model
+(a node and each input of at most this many elements; tests force it). ``ENABLED``:
+False turns the pass off (every region planned as before).
 """
 
-SCALAR_ELEMENTS = 64
+from typing import Optional
+
+DISPATCH_NS = 1000.0
+STATEMENT_NS = 1.0
+ELEMENT_NS = 0.25
+BUILD_STATEMENT_US = 200.0
+BUILD_ELEMENT_US = 1200.0
+BUILD_ELEMENT_SQ_US = 4.6
+BUILD_UNIT_US = 5e4
+BUILD_BASE_US = 2e6
+BUILD_PER_NODE_US = 1e4
+MAX_TERMS = 64
 MIN_STEPS = 2
+SCALAR_ELEMENTS: Optional[int] = None
 ENABLED = True
+
+NAMES = ("ENABLED", "SCALAR_ELEMENTS", "MIN_STEPS", "DISPATCH_NS", "STATEMENT_NS",
+         "ELEMENT_NS", "BUILD_STATEMENT_US", "BUILD_ELEMENT_US", "BUILD_ELEMENT_SQ_US",
+         "BUILD_UNIT_US", "BUILD_BASE_US", "BUILD_PER_NODE_US", "MAX_TERMS")
+"""Every setting the choice depends on (the warm key reads them, ``cache/warm.py``)."""
 
 
 def key() -> tuple:
     """What the folded-and-planned graph depends on here (the warm key)."""
-    return (ENABLED, SCALAR_ELEMENTS, MIN_STEPS)
+    return tuple(globals()[name] for name in NAMES)

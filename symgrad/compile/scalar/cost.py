@@ -1,0 +1,197 @@
+"""The cost model that chooses scalar kernels: run time and build size of a region in each
+form (no element-count threshold).
+
+A region worked per element is one call (``DISPATCH_NS``) running straight-line
+statements (``STATEMENT_NS`` each). The same region left to the kernel planner is one
+call per loop kernel and per structural step between them (``DISPATCH_NS`` each) running
+the same element work in loops (``ELEMENT_NS`` per element of each op: vector code, no
+spills). Statements are what the element rules emit (``elements.py``): one per element of
+an elementwise node; a sum (reduction, ``unbroadcast``, ``tile_grad``) its input elements;
+a contraction (matmul, einsum, tensordot) its products (n * m * k for a matmul); a view or
+a move (getitem, stack, transpose, ...) none. The scalar form is chosen where it is cheaper
+at run time, and while the build time the program's scalar kernels add over the loops
+they replace (``BUILD_*_US`` per statement and per element read or written, against
+``BUILD_UNIT_US`` per loop kernel or step) fits together in a budget that grows with
+the program (``BUILD_BASE_US`` and ``BUILD_PER_NODE_US`` per node; the regions saving
+the most run time per build second first): a kernel may grow with the program it comes
+from, never past a fixed size. All constants live in ``settings.py``.
+
+>>> import symgrad as sg
+>>> from symgrad.compile.plan.fold import fold_graph
+>>> x = sg.placeholder("x", shape=(100,))
+>>> g = fold_graph([sg.stack([x[i] * x[(i + 1) % 100] for i in range(100)])])
+>>> e = estimate(g.order[1:], g)
+>>> (e.statements, e.reads, e.writes, e.kernels, e.steps, e.faster)
+(100, 100, 100, 1, 101, True)
+>>> print(e.text().replace("; ", ";" + chr(10)))
+scalar ~1.1 us (100 statements) vs loops ~102 us (1 kernel, 101 steps);
+build ~0.44 s (200 elements read or written) vs ~5.1 s
+>>> within_budget([e], budget_us(g)), budget_us(g) / 1e6
+([True], 4.02)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ...ops.contraction import records as C
+from ...ops.indexing import records as I
+from ...ops.layout import records as L
+from ...ops.reductions import records as R
+from ..plan.fold import FoldedGraph, LNode
+from ..plan.oprules import FUSED_REDUCTIONS, S
+from . import settings
+
+__all__ = ["Estimate", "estimate", "statements", "splits", "size_of", "admissible",
+           "budget_us", "within_budget"]
+
+_SUMS = frozenset({R.reduce_sum, R.reduce_mean, R.unbroadcast, L.tile_grad})
+_CONTRACTIONS = frozenset({C.matmul, C.einsum, C.tensordot})
+_PICKS = frozenset({I.getitem, L.unstack, L.split})
+"""Records whose value is some elements of their input (a kernel reads only those)."""
+
+
+def size_of(shape: tuple) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def statements(node: LNode) -> int:
+    """Statements (terms) the element rule of ``node`` emits (see the module docstring).
+
+    >>> import symgrad as sg
+    >>> from symgrad.compile.plan.fold import fold_graph
+    >>> a = sg.placeholder("a", shape=(64, 64))
+    >>> [statements(n) for n in fold_graph([sg.tanh(sg.matmul(a, a))]).order[1:]]
+    [262144, 4096]
+    """
+    out = size_of(node.shape)
+    if node.kind == "elementwise":
+        return out
+    if node.op in _SUMS:
+        return size_of(node.inputs[0].shape)
+    if node.op in _CONTRACTIONS:
+        a, b = (size_of(i.shape) for i in node.inputs[:2])
+        return out * max(1, math.isqrt(a * b // max(out, 1)))
+    return 0
+
+
+def splits(node: LNode) -> bool:
+    """A structural node the kernel planner would run as a step between kernels."""
+    return node.kind != "elementwise" and node.op not in FUSED_REDUCTIONS and \
+        node.op is not S.getitem_grad
+
+
+def admissible(node: LNode) -> bool:
+    """A node whose statements cost at most one call more than its loop (worked per
+    element it cannot lose more than the scalar form saves by removing one unit), each
+    element one statement of at most ``MAX_TERMS`` terms."""
+    work = statements(node)
+    return work * (settings.STATEMENT_NS - settings.ELEMENT_NS) <= settings.DISPATCH_NS \
+        and work <= settings.MAX_TERMS * size_of(node.shape)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A region in both forms: the scalar kernel's ``statements``, ``reads`` and
+    ``writes`` (elements); the loop plan's ``kernels`` and ``steps`` (the loops do the
+    same element work)."""
+
+    statements: int
+    reads: int
+    writes: int
+    kernels: int
+    steps: int
+
+    @property
+    def scalar_ns(self) -> float:
+        return settings.DISPATCH_NS + settings.STATEMENT_NS * self.statements
+
+    @property
+    def loop_ns(self) -> float:
+        return settings.DISPATCH_NS * (self.kernels + self.steps) + \
+            settings.ELEMENT_NS * self.statements
+
+    @property
+    def faster(self) -> bool:
+        return self.scalar_ns < self.loop_ns
+
+    @property
+    def build_us(self) -> float:
+        """Microseconds to build the scalar kernel: its statements and element lines."""
+        elements = self.reads + self.writes
+        return settings.BUILD_STATEMENT_US * self.statements + elements * (
+            settings.BUILD_ELEMENT_US + settings.BUILD_ELEMENT_SQ_US * elements)
+
+    @property
+    def loop_build_us(self) -> float:
+        """Microseconds to build the loop kernels and steps instead."""
+        return settings.BUILD_UNIT_US * (self.kernels + self.steps)
+
+    @property
+    def extra_us(self) -> float:
+        """Build time the scalar form adds over the loops (0 where it saves some)."""
+        return max(0.0, self.build_us - self.loop_build_us)
+
+    def text(self) -> str:
+        """``scalar ~a us (n statements) vs loops ~b us (k kernels, s steps); build ~c s
+        (e elements read or written) vs ~d s``."""
+        k, s = self.kernels, self.steps
+        return (f"scalar ~{self.scalar_ns / 1e3:,.3g} us ({self.statements:,} statements) vs "
+                f"loops ~{self.loop_ns / 1e3:,.3g} us ({k} kernel{'s' * (k != 1)}, "
+                f"{s} step{'s' * (s != 1)}); build ~{self.build_us / 1e6:.2g} s "
+                f"({self.reads + self.writes:,} elements read or written) vs "
+                f"~{self.loop_build_us / 1e6:.2g} s")
+
+
+def budget_us(graph: FoldedGraph) -> float:
+    """The build time all scalar kernels of ``graph`` may take together (microseconds):
+    ``BUILD_BASE_US`` and ``BUILD_PER_NODE_US`` per node of the folded graph."""
+    return settings.BUILD_BASE_US + settings.BUILD_PER_NODE_US * len(graph.order)
+
+
+def within_budget(estimates: list, budget: float) -> list:
+    """Per estimate, whether it is built: the faster ones, most run time saved per build
+    microsecond added first, while the build time they add over their loops fits in
+    ``budget`` together."""
+    order = sorted((k for k, e in enumerate(estimates) if e.faster),
+                   key=lambda k: -(estimates[k].loop_ns - estimates[k].scalar_ns) /
+                   max(estimates[k].extra_us, 1.0))
+    fits = [False] * len(estimates)
+    spent = 0.0
+    for k in order:
+        if spent + estimates[k].extra_us <= budget:
+            spent += estimates[k].extra_us
+            fits[k] = True
+    return fits
+
+
+def _loop_shape(node: LNode) -> tuple:
+    return node.inputs[0].shape if node.op in FUSED_REDUCTIONS else node.shape
+
+
+def _io(members: list, graph: FoldedGraph) -> tuple:
+    """(elements read from the region's inputs, elements written for its outputs)."""
+    ids = {id(m) for m in members}
+    read: dict = {}
+    for m in members:
+        for i in m.inputs:
+            if id(i) not in ids and not i.is_const:
+                whole = size_of(i.shape)
+                part = size_of(m.shape) if m.op in _PICKS else whole
+                read[id(i)] = min(whole, read.get(id(i), 0) + part)
+    wanted = {id(o) for o in graph.outputs if o is not None}
+    writes = sum(size_of(m.shape) for m in members if id(m) in wanted or
+                 any(id(c) not in ids for c in graph.consumers[id(m)]))
+    return sum(read.values()), writes
+
+
+def estimate(members: list, graph: FoldedGraph) -> Estimate:
+    """Both forms of the region ``members`` (LNodes of ``graph``, in graph order)."""
+    steps = sum(map(splits, members))
+    kernels = len({_loop_shape(m) for m in members if not splits(m)})
+    reads, writes = _io(members, graph)
+    return Estimate(sum(map(statements, members)), reads, writes, kernels, steps)

@@ -1,0 +1,145 @@
+"""The cost model that chooses scalar kernels (issue 29 item 2, compile/scalar/cost.py):
+no size cliff for graphs built entry by entry (x[i] or sg.unstack), a 121-entry matrix
+is one scalar kernel, a 64 x 64 matmul stays loops, explain gives the numbers, and the
+settings are part of the warm key."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symgrad as sg
+from symgrad.compile.cache import warm
+from symgrad.compile.plan.fold import fold_graph
+from symgrad.compile.scalar import SCALAR_KERNEL, settings
+from symgrad.compile.scalar.cost import admissible, estimate, statements
+from symgrad.compile.scalar.elements import region_code
+from symgrad.compile.scalar.graph import scalar_graph
+
+
+def _entries(n: int, how: str):
+    x = sg.placeholder("x", shape=(n,))
+    e = [x[i] for i in range(n)] if how == "getitem" else sg.unstack(x)
+    return x, sg.stack([e[i] * e[(i + 1) % n] for i in range(n)])
+
+
+def _scalar_kernels(f) -> int:
+    return sum(getattr(u, "node", None) is not None and u.node.op is SCALAR_KERNEL
+               for u in f.plan.units)
+
+
+@pytest.mark.parametrize("how", ["getitem", "unstack"])
+@pytest.mark.parametrize("n", [60, 70, 121, 400])
+def test_entry_by_entry_graphs_are_one_scalar_kernel_at_every_size(n, how):
+    x, y = _entries(n, how)
+    graph = fold_graph([y])
+    g, regions = scalar_graph(graph)
+    assert len(regions) == 1 and len(regions[0].members) == len(graph.order) - 1
+    assert [n.op for n in g.order][1:] == [SCALAR_KERNEL, g.order[2].op]   # and its output
+    (choice,) = graph.scalar_choices
+    assert choice.chosen and choice.estimate.statements == n
+    assert choice.estimate.steps == n + 1           # n picks and the stack as loops
+
+
+@pytest.mark.parametrize("n, grad", [(70, True), (121, False)])
+def test_values_as_evaluate_and_no_loops(n, grad):
+    v = np.random.default_rng(n).normal(size=n)
+    for how in ("getitem", "unstack"):
+        x, y = _entries(n, how)
+        loss = sg.reduce_sum(y * sg.sin(y))
+        outputs = [loss, y] + (sg.gradients(loss, [x]) if grad else [])
+        f = sg.function([x], outputs)
+        assert _scalar_kernels(f) == 1 and f.plan.kernels == []
+        for got, want in zip(f(v), sg.evaluate(outputs, {x: v})):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_unstack_and_getitem_give_the_same_plan():
+    plans = []
+    for how in ("getitem", "unstack"):
+        _, y = _entries(121, how)
+        graph = fold_graph([y])
+        _, (region,) = scalar_graph(graph)
+        code, reads, results = region_code(region.members, region.inputs, region.outputs)
+        e = graph.scalar_choices[0].estimate
+        plans.append((len(region.members), len(code), reads[0].shape,
+                      [r.shape for r in results], e))
+    assert plans[0] == plans[1]
+
+
+def test_a_121_entry_matrix_is_one_scalar_kernel():
+    """A mass-matrix-like 11 x 11 matrix built entry by entry from an 11-vector."""
+    q = sg.placeholder("q", shape=(11,))
+    rows = [sg.stack([sg.cos(q[i] - q[j]) * float(11 - max(i, j)) for j in range(11)])
+            for i in range(11)]
+    m = sg.stack(rows)
+    f = sg.function([q], m)
+    assert _scalar_kernels(f) == 1 and f.plan.kernels == []
+    v = np.linspace(-1.0, 1.0, 11)
+    np.testing.assert_allclose(f(v), sg.evaluate(m, {q: v}), rtol=1e-14)
+
+
+def test_dense_64x64_matmul_and_tanh_stay_loops():
+    a = sg.placeholder("a", shape=(64, 64))
+    graph = fold_graph([sg.tanh(sg.matmul(a, a))])
+    assert [statements(n) for n in graph.order[1:]] == [64 ** 3, 64 ** 2]
+    assert not any(admissible(n) for n in graph.order[1:])
+    assert scalar_graph(graph)[1] == []
+    # 8 x 8 (512 products) is worked per element, as before the cost model
+    b = sg.placeholder("b", shape=(8, 8))
+    y = sg.reduce_sum(sg.matmul(b, sg.transpose(b))[1:])
+    f = sg.function([b], [y] + sg.gradients(y, [b]))
+    assert _scalar_kernels(f) == 1
+
+
+def test_explain_gives_the_cost_numbers(monkeypatch):
+    x = sg.placeholder("x", shape=(70,))
+    y = sg.stack([x[i] * x[(i + 1) % 70] for i in range(70)])
+    text = sg.function([x], y).explain()
+    assert "scalar kernel 0  per element, straight-line  141 nodes" in text
+    assert "  cost: scalar ~1.07 us (70 statements) vs loops ~72 us (1 kernel, 71 steps)" in text
+    v = sg.placeholder("v", shape=(1000,))      # two steps, 4,000 element ops: loops
+    z = sg.reverse(sg.exp(sg.sin(sg.roll(v, 1, 0)) * v), 0) * 2.0
+    text = sg.function([v], z).explain()
+    assert "scalar kernel 0" not in text
+    assert "not one scalar kernel, by the scalar cost model:\n  6 nodes from 'roll_0': " \
+        "scalar ~5 us " \
+        "(4,000 statements) vs loops ~4 us (1 kernel, 2 steps)" in text
+    assert text.count("; loops are faster") == 1
+    monkeypatch.setattr(settings, "BUILD_BASE_US", 0.0)    # no build budget
+    monkeypatch.setattr(settings, "BUILD_PER_NODE_US", 0.0)
+    monkeypatch.setattr(settings, "BUILD_UNIT_US", 0.0)    # loops free to build
+    text = sg.function([x], y).explain()
+    assert "scalar kernel 0" not in text and "over the program's build budget ~0 s" in text
+
+
+def test_a_region_over_budget_keeps_its_lighter_nodes(monkeypatch):
+    """Small coefficients feed a 1000-vector: by run time one region, over the build
+    budget (each element read or written costs build time), so the vector's nodes leave
+    it and the coefficients stay a scalar kernel."""
+    c = sg.placeholder("c", shape=(3,))
+    x = sg.placeholder("x", shape=(1000,))
+    coef = sg.stack([c[0] * c[1], c[2] - c[0], sg.sin(c[1])])
+    big = coef[0] * sg.sin(x) + coef[1] * x
+    out = sg.stack([sg.reduce_sum(big) * c[0], c[2] * coef[2]])
+    graph = fold_graph([out])
+    _, regions = scalar_graph(graph)
+    assert regions and all(m.shape != (1000,) for r in regions for m in r.members)
+    assert any(not ch.chosen and any(m.shape == (1000,) for m in ch.members)
+               for ch in graph.scalar_choices)
+
+
+def test_estimate_counts_reads_of_picks_only():
+    x = sg.placeholder("x", shape=(5000,))
+    graph = fold_graph([sg.stack([x[0] * x[1], x[2] - x[0]])])
+    e = estimate(graph.order[1:], graph)
+    assert (e.reads, e.writes, e.statements) == (3, 2, 2)
+
+
+def test_every_setting_is_in_the_warm_key(monkeypatch):
+    assert len(settings.key()) == len(settings.NAMES)
+    names = {name for room, name, _ in warm.fold_settings() if room == "scalar"}
+    assert names == set(settings.NAMES)
+    before = warm.fold_settings()
+    monkeypatch.setattr(settings, "BUILD_PER_NODE_US", 1.0)
+    assert warm.fold_settings() != before
