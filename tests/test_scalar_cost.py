@@ -143,3 +143,22 @@ def test_every_setting_is_in_the_warm_key(monkeypatch):
     before = warm.fold_settings()
     monkeypatch.setattr(settings, "BUILD_PER_NODE_US", 1.0)
     assert warm.fold_settings() != before
+
+
+def test_linalg_rules_count_their_statements():
+    """A small solve is costed by its own rule (LU statements), a matrix above the rule's
+    size is never admissible (LAPACK stays)."""
+    from symgrad.compile.plan.fold import fold_graph
+    from symgrad.compile.scalar import cost
+    from symgrad.compile.scalar.linalg_elements import MAX_N
+
+    small = fold_graph([sg.linalg.solve(sg.placeholder("a4", (4, 4)),
+                                        sg.placeholder("b4", (4, 1)))])
+    node = [n for n in small.order if n.op is sg.linalg.solve(
+        sg.placeholder("u", (2, 2)), sg.placeholder("v", (2, 1))).op][0]
+    assert 0 < cost.statements(node) < cost.UNBOUNDED and cost.admissible(node)
+    n = MAX_N + 1
+    big = fold_graph([sg.linalg.solve(sg.placeholder("an", (n, n)),
+                                      sg.placeholder("bn", (n, 1)))])
+    node = [m for m in big.order if m.op is node.op][0]
+    assert cost.statements(node) == cost.UNBOUNDED and not cost.admissible(node)

@@ -42,9 +42,14 @@ from ...ops.reductions import records as R
 from ..plan.fold import FoldedGraph, LNode
 from ..plan.oprules import FUSED_REDUCTIONS, S
 from . import settings
+from .elements import ELEMENT_RULES
 
 __all__ = ["Estimate", "estimate", "statements", "splits", "size_of", "admissible",
            "budget_us", "within_budget"]
+
+UNBOUNDED = 1 << 62
+"""The statements of a rule that declines the node (a matrix above its size): never
+admissible."""
 
 _SUMS = frozenset({R.reduce_sum, R.reduce_mean, R.unbroadcast, L.tile_grad})
 _CONTRACTIONS = frozenset({C.matmul, C.einsum, C.tensordot})
@@ -71,6 +76,10 @@ def statements(node: LNode) -> int:
     out = size_of(node.shape)
     if node.kind == "elementwise":
         return out
+    counted = getattr(ELEMENT_RULES.get(node.op), "statements", None)
+    if counted is not None:          # rules that count their own (linalg_elements.py)
+        n = counted(node)
+        return UNBOUNDED if n is None else n
     if node.op in _SUMS:
         return size_of(node.inputs[0].shape)
     if node.op in _CONTRACTIONS:
@@ -90,8 +99,11 @@ def admissible(node: LNode) -> bool:
     element it cannot lose more than the scalar form saves by removing one unit), each
     element one statement of at most ``MAX_TERMS`` terms."""
     work = statements(node)
-    return work * (settings.STATEMENT_NS - settings.ELEMENT_NS) <= settings.DISPATCH_NS \
-        and work <= settings.MAX_TERMS * size_of(node.shape)
+    if work * (settings.STATEMENT_NS - settings.ELEMENT_NS) > settings.DISPATCH_NS:
+        return False
+    # a rule that counts its own statements (linalg) emits many short ones, not one sum
+    counts_itself = getattr(ELEMENT_RULES.get(node.op), "statements", None) is not None
+    return counts_itself or work <= settings.MAX_TERMS * size_of(node.shape)
 
 
 @dataclass(frozen=True)

@@ -284,7 +284,7 @@ def _lu_count(n: int, m: int) -> int:
 
 def _count(node) -> int:
     n = node.inputs[0].shape[-1]
-    m = node.shape[-1] if node.ndim >= 2 else 0
+    m = node.shape[-1] if len(node.shape) >= 2 else 0
     op = node.op
     if op is R.solve_op:
         return _lu_count(n, m) + n * m
