@@ -26,8 +26,7 @@ def test_quick_case_writes_rows_and_json(tmp_path):
 
 
 def test_timeout_is_reported_not_waited_for(tmp_path):
-    rows = bt.main(["--quick", "--cases", "e_jac", "--no-peers", "--timeout", "0.05",
-                    "--json", "", "--chart", ""])
-    assert rows[0]["timeout_s"] == 0.05 and rows[0]["met"] is None
-    assert rows[0]["cpu_at_timeout_s"] >= 0
-    assert "> 0.05 s" in bt.format_table(rows)
+    rows = bt.main(["--quick", "--cases", "e_jac", "--no-peers", "--timeout", "1",
+                    "--json", "", "--chart", ""])       # 1 CPU s: imports and a compile
+    assert rows[0]["timeout_s"] == 1 and rows[0]["met"] is None, rows
+    assert "> 1 s CPU" in bt.format_table(rows)

@@ -107,7 +107,7 @@ def graph_key(inputs: list, outputs: list, target: str, mode, math: str) -> str:
             order.append(p)
     exprs: dict = {}
     lines = [target, str(mode.single), math, cache.versions(), cache_key.CODEGEN_VERSION,
-             "warm 1", repr(fold_settings())]
+             "warm 2", repr(fold_settings())]
     for t in order:
         if t.op is CONSTANT:
             v = np.asarray(t.attrs["value"])
@@ -127,13 +127,16 @@ def _record_name(key: str) -> str:
 
 def store(key: str, inputs: list, outputs: list, plan, module_key: str) -> None:
     """Write the warm record of ``key`` for a module compiled from ``plan`` (quietly
-    nothing where a step's node is not a node of the user's graph, or the cache cannot be
-    written: the module's own write has warned)."""
+    nothing where a step the driver calls is not a node of the user's graph, or the cache
+    cannot be written: the module's own write has warned). A scalar kernel's steps are
+    printed in the driver (``compile/scalar``'s ``STEP_FORMS``): they need no binding, and
+    their nodes (regions made by folding) are not the user's."""
     order = topological_order([o for o in outputs if o is not None])
     position = {id(t): k for k, t in enumerate(order)}
+    from ..scalar import STEP_FORMS as INLINE   # printed in the driver: bind nothing
     steps = []
     for u in plan.units:
-        if isinstance(u, Step):
+        if isinstance(u, Step) and u.node.op not in INLINE:
             if id(u.node.tensor) not in position:
                 return
             steps.append([u.node.index, position[id(u.node.tensor)]])
@@ -142,12 +145,9 @@ def store(key: str, inputs: list, outputs: list, plan, module_key: str) -> None:
         if not node.is_const:
             continue
         v = node.value
-        if v.size and all(s == 0 for s in v.strides):
-            consts.append([node.index, list(v.shape), "u"])
-            arrays[f"c{node.index}"] = np.ascontiguousarray(v.flat[0:1])
-        else:
-            consts.append([node.index, list(v.shape), "a"])
-            arrays[f"c{node.index}"] = np.ascontiguousarray(v)
+        how = "u" if v.size > 1 and all(s == 0 for s in v.strides) else "a"
+        consts.append([node.index, list(v.shape), how, _layout(v), bool(v.flags.writeable)])
+        arrays[f"c{node.index}"] = np.array(v.flat[0:1] if how == "u" else v, order="C")
     kernels = [[k.index, list(k.dims), [[list(i.dims), position.get(id(i.tensor), -1), i.name]
                                         for i in k.inputs]] for k in plan.kernels]
     head = json.dumps({"graph": key, "module": module_key, "steps": steps, "consts": consts,
@@ -184,16 +184,41 @@ def load(key: str, inputs: list, outputs: list) -> Optional[tuple]:
         return None
 
 
+def _layout(v: np.ndarray) -> str:
+    """numba's layout letter of ``v``: part of the type a kernel was compiled for."""
+    return "C" if v.flags.c_contiguous else "F" if v.flags.f_contiguous else "A"
+
+
+def _with_layout(v: np.ndarray, layout: str) -> np.ndarray:
+    """``v`` (C-contiguous, as saved) with the cold constant's layout, so that the warm
+    call passes the same numba types as the cold compile did (a constant that was read-only,
+    Fortran-ordered or strided there is so here: no new specialisation to compile).
+
+    >>> a = np.arange(6.0).reshape(2, 3)
+    >>> [_layout(_with_layout(a, k)) for k in "CFA"]
+    ['C', 'F', 'A']
+    """
+    if layout == "F":
+        return np.asfortranarray(v)
+    if layout == "A":
+        out = np.empty(v.shape + (2,), v.dtype)[..., 0]
+        out[...] = v
+        return out
+    return v
+
+
 def _light_plan(payload: bytes, key: str, inputs: list, outputs: list) -> tuple:
     with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
         head = json.loads(bytes(npz["head"]).decode())
         if head["graph"] != key or head["placeholders"] != len(inputs):
             raise ValueError("placeholders")
         order = []
-        for index, shape, how in head["consts"]:
+        for index, shape, how, layout, writeable in head["consts"]:
             v = npz[f"c{index}"]
-            v = np.broadcast_to(v.reshape(()), tuple(shape)) if how == "u" else v
-            v.flags.writeable = False
+            v = (np.broadcast_to(v.reshape(()), tuple(shape)) if how == "u"
+                 else _with_layout(v.reshape(tuple(shape)), layout))
+            if not writeable:
+                v.flags.writeable = False
             order.append(SimpleNamespace(is_const=True, index=index, value=v))
     tensors = topological_order([o for o in outputs if o is not None])
     units = [Step(SimpleNamespace(index=i, tensor=tensors[k])) for i, k in head["steps"]]
