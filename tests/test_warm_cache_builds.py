@@ -1,7 +1,8 @@
 """Issue 29, item 4: the cache covers every build. A second process on the same caches
 builds ``sg.jacobian`` / ``sg.hessians`` functions, loops (``sg.scan``) and scalar kernels
 without compiling anything (no numba compile at all: every kernel, loop body and helper
-is loaded), with bit-identical results; a tampered warm record degrades to the cold path
+is loaded) and folding nothing (a fused scan's loop module is found without the
+body's plan), with bit-identical results; a tampered warm record degrades to the cold path
 with a warning. (Run in subprocesses: a process's numba state is what is under test.)"""
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ CHILD = textwrap.dedent(r"""
         return _orig(typingctx, targetctx, func, *args, **kwargs)
     compiler.compile_extra = compile_extra
     import symgrad as sg
+    entry = sys.modules["symgrad.compile.function"]    # (the package's `function` is sg.function)
+    folds = []
+    _fold = entry.fold_graph
+    def fold_graph(*args, **kwargs):          # every fold, loop bodies' included
+        folds.append(1)
+        return _fold(*args, **kwargs)
+    entry.fold_graph = fold_graph
 
     def lv(p, u):
         return sg.stack([p[0] * u[0] - p[1] * u[0] * u[1], p[3] * u[0] * u[1] - p[2] * u[1]])
@@ -60,7 +68,7 @@ CHILD = textwrap.dedent(r"""
     digest = hashlib.sha256(b"".join(np.ascontiguousarray(r).tobytes()
                                      for r in results)).hexdigest()
     print(json.dumps({"compiled": compiled, "hit": bool(f.cache_hit), "digest": digest,
-                      "passes": [r.name for r in f.passes],
+                      "passes": [r.name for r in f.passes], "folds": len(folds),
                       "warnings": [str(w.message) for w in caught]}))
 """)
 
@@ -83,6 +91,7 @@ def test_a_warm_process_compiles_nothing_and_agrees(case, tmp_path):
     assert hot["hit"], hot
     assert hot["passes"] == ["warm key", "bind", "numba compile"], hot["passes"]  # no fold
     assert hot["compiled"] == [], hot["compiled"]
+    assert hot["folds"] == 0 and cold["folds"] > 0    # a scan's body: not replanned either
     assert hot["digest"] == cold["digest"]
 
 

@@ -41,7 +41,7 @@ from ..plan.oprules import CONSTANT, PLACEHOLDER
 from ..plan.regions import Step
 from .trust import read_regular, seal_bytes, unseal_bytes, warn_once
 
-__all__ = ["graph_key", "store", "load", "LazyPlan"]
+__all__ = ["graph_key", "store", "load", "LazyPlan", "remember", "recall"]
 
 MAX_RECORD_BYTES = 256 << 20
 
@@ -229,6 +229,57 @@ def _light_plan(payload: bytes, key: str, inputs: list, outputs: list) -> tuple:
     graph = SimpleNamespace(placeholders=[SimpleNamespace(dtype=p.dtype, tensor=p)
                                           for p in inputs], order=order)
     return head["module"], SimpleNamespace(graph=graph, units=units, kernels=kernels)
+
+
+def _note_name(tag: str, parts: str) -> str:
+    text = f"{tag}\n{cache.versions()}\n{cache_key.CODEGEN_VERSION}\n{parts}"
+    return f"symgrad_note_{hashlib.sha256(text.encode()).hexdigest()[:32]}"
+
+
+def remember(tag: str, parts: str, value: dict) -> None:
+    """Keep ``value`` (JSON) under ``tag`` and ``parts`` (any text naming what it was derived
+    from) with the versions, sealed like every cache file: what a warm build would otherwise
+    derive from a function's plan (a fused loop's module key). Quietly nothing where the
+    cache cannot be written."""
+    name = _note_name(tag, parts)
+    payload = json.dumps({"tag": tag, "parts": parts, "value": value}).encode()
+    try:
+        directory = cache.cache_dir()
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        cache.write_bytes(directory / name, seal_bytes(name, payload))
+    except OSError:
+        return
+
+
+def recall(tag: str, parts: str) -> Optional[dict]:
+    """What ``remember(tag, parts, ...)`` kept, or None (missing; a record that does not
+    verify warns once and is a miss).
+
+    >>> remember("doc", "example", {"a": 1}) is None
+    True
+    >>> recall("doc", "example") in ({"a": 1}, None)     # None where no cache is writable
+    True
+    """
+    name = _note_name(tag, parts)
+    path = cache.cache_dir() / name
+    try:
+        data = read_regular(path, MAX_RECORD_BYTES + 1)
+    except OSError:
+        return None
+    if data is None:
+        return None
+    payload = None if len(data) > MAX_RECORD_BYTES else unseal_bytes(name, data)
+    if payload is None:
+        warn_once(path, "is not a record this user's symgrad wrote (truncated, corrupted or "
+                  "foreign); compiling", "nothing to do: it is replaced")
+        return None
+    try:
+        head = json.loads(payload.decode())
+    except ValueError:
+        return None
+    if head.get("tag") != tag or head.get("parts") != parts:
+        return None
+    return head.get("value")
 
 
 class LazyPlan:

@@ -12,6 +12,10 @@ the body's compiled function keeps loaded. Otherwise (any other plan, a replayed
 checkpoint segment, dynamic shapes) the Python loop of ``cpu.py`` runs, and
 ``fused_scan`` says why (``FusedScan.reason``).
 
+A warm build does not read the body's plan (``f.plan`` of a warm function is folded and
+planned when first read): the loop module's key is kept beside the body's module
+(``warm.remember``, sealed) and loaded from the cache by it.
+
 ``ENABLED = False`` turns the fused loop off (the tests compare both paths).
 """
 
@@ -25,6 +29,7 @@ import numpy as np
 from numba.core.errors import NumbaError
 
 from ...errors import ShapeError
+from ..cache import warm
 from ..cache.modules import load_or_build
 from ..scalar import SCALAR_KERNEL, SCALAR_OUTPUT
 
@@ -161,6 +166,18 @@ def _make(body, f, n_carry: int, n_x: int) -> FusedScan:
         i, o = body.inputs[j], body.outputs[j]
         if i.shape != o.shape or i.dtype != o.dtype:
             return FusedScan(reason=f"carry {j} changes shape or dtype")
+    shapes = (tuple((t.shape, t.dtype) for t in tensors),
+              tuple((o.shape, o.dtype) for o in body.outputs))
+    parts = f"{f.key}|{n_carry}|{n_x}|{shapes!r}|{INTO}" if f.key else None
+    known = warm.recall("fused scan", parts) if parts else None
+    if known is not None:         # a warm build: the loop module without the body's plan
+        try:
+            loop_module, _, _ = load_or_build(known["loop"], _not_cached)
+        except Exception:  # noqa: BLE001 - not in the cache (or not verified): build it
+            pass
+        else:
+            loop_module.BODY_FUNCTION_ = f
+            return FusedScan(loop_module.loop_, "", *shapes, bool(known["into"]))
     found, reason = _single_kernel(f)
     if found is None:
         return FusedScan(reason=reason)
@@ -186,8 +203,13 @@ def _make(body, f, n_carry: int, n_x: int) -> FusedScan:
     except Exception as exc:                     # noqa: BLE001 (the Python loop still runs)
         return FusedScan(reason=f"the loop module did not load ({type(exc).__name__})")
     loop_module.BODY_FUNCTION_ = f          # the body's module stays loaded with the loop
-    return FusedScan(loop_module.loop_, "", tuple((t.shape, t.dtype) for t in tensors),
-                     tuple((o.shape, o.dtype) for o in body.outputs), into is not None)
+    if parts:
+        warm.remember("fused scan", parts, {"loop": key, "into": into is not None})
+    return FusedScan(loop_module.loop_, "", *shapes, into is not None)
+
+
+def _not_cached() -> str:
+    raise LookupError("the fused loop's module is not in the cache")
 
 
 def run_fused(fused: FusedScan, args: tuple, n_carry: int, n_x: int, length, reverse: bool,
