@@ -41,7 +41,7 @@ from ..plan.oprules import CONSTANT, PLACEHOLDER
 from ..plan.regions import Step
 from .trust import read_regular, seal_bytes, unseal_bytes, warn_once
 
-__all__ = ["graph_key", "store", "load", "LazyPlan"]
+__all__ = ["graph_key", "store", "load", "LazyPlan", "remember", "recall"]
 
 MAX_RECORD_BYTES = 256 << 20
 
@@ -112,7 +112,7 @@ def graph_key(inputs: list, outputs: list, target: str, mode, math: str) -> str:
             order.append(p)
     exprs: dict = {}
     lines = [target, str(mode.single), math, cache.versions(), cache_key.CODEGEN_VERSION,
-             "warm 1", repr(fold_settings())]
+             "warm 2", repr(fold_settings())]
     for t in order:
         if t.op is CONSTANT:
             v = np.asarray(t.attrs["value"])
@@ -132,13 +132,16 @@ def _record_name(key: str) -> str:
 
 def store(key: str, inputs: list, outputs: list, plan, module_key: str) -> None:
     """Write the warm record of ``key`` for a module compiled from ``plan`` (quietly
-    nothing where a step's node is not a node of the user's graph, or the cache cannot be
-    written: the module's own write has warned)."""
+    nothing where a step the driver calls is not a node of the user's graph, or the cache
+    cannot be written: the module's own write has warned). A scalar kernel's steps are
+    printed in the driver (``compile/scalar``'s ``STEP_FORMS``): they need no binding, and
+    their nodes (regions made by folding) are not the user's."""
     order = topological_order([o for o in outputs if o is not None])
     position = {id(t): k for k, t in enumerate(order)}
+    from ..scalar import STEP_FORMS as INLINE   # printed in the driver: bind nothing
     steps = []
     for u in plan.units:
-        if isinstance(u, Step):
+        if isinstance(u, Step) and u.node.op not in INLINE:
             if id(u.node.tensor) not in position:
                 return
             steps.append([u.node.index, position[id(u.node.tensor)]])
@@ -147,12 +150,9 @@ def store(key: str, inputs: list, outputs: list, plan, module_key: str) -> None:
         if not node.is_const:
             continue
         v = node.value
-        if v.size and all(s == 0 for s in v.strides):
-            consts.append([node.index, list(v.shape), "u"])
-            arrays[f"c{node.index}"] = np.ascontiguousarray(v.flat[0:1])
-        else:
-            consts.append([node.index, list(v.shape), "a"])
-            arrays[f"c{node.index}"] = np.ascontiguousarray(v)
+        how = "u" if v.size > 1 and all(s == 0 for s in v.strides) else "a"
+        consts.append([node.index, list(v.shape), how, _layout(v), bool(v.flags.writeable)])
+        arrays[f"c{node.index}"] = np.array(v.flat[0:1] if how == "u" else v, order="C")
     kernels = [[k.index, list(k.dims), [[list(i.dims), position.get(id(i.tensor), -1), i.name]
                                         for i in k.inputs]] for k in plan.kernels]
     head = json.dumps({"graph": key, "module": module_key, "steps": steps, "consts": consts,
@@ -189,16 +189,41 @@ def load(key: str, inputs: list, outputs: list) -> Optional[tuple]:
         return None
 
 
+def _layout(v: np.ndarray) -> str:
+    """numba's layout letter of ``v``: part of the type a kernel was compiled for."""
+    return "C" if v.flags.c_contiguous else "F" if v.flags.f_contiguous else "A"
+
+
+def _with_layout(v: np.ndarray, layout: str) -> np.ndarray:
+    """``v`` (C-contiguous, as saved) with the cold constant's layout, so that the warm
+    call passes the same numba types as the cold compile did (a constant that was read-only,
+    Fortran-ordered or strided there is so here: no new specialisation to compile).
+
+    >>> a = np.arange(6.0).reshape(2, 3)
+    >>> [_layout(_with_layout(a, k)) for k in "CFA"]
+    ['C', 'F', 'A']
+    """
+    if layout == "F":
+        return np.asfortranarray(v)
+    if layout == "A":
+        out = np.empty(v.shape + (2,), v.dtype)[..., 0]
+        out[...] = v
+        return out
+    return v
+
+
 def _light_plan(payload: bytes, key: str, inputs: list, outputs: list) -> tuple:
     with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
         head = json.loads(bytes(npz["head"]).decode())
         if head["graph"] != key or head["placeholders"] != len(inputs):
             raise ValueError("placeholders")
         order = []
-        for index, shape, how in head["consts"]:
+        for index, shape, how, layout, writeable in head["consts"]:
             v = npz[f"c{index}"]
-            v = np.broadcast_to(v.reshape(()), tuple(shape)) if how == "u" else v
-            v.flags.writeable = False
+            v = (np.broadcast_to(v.reshape(()), tuple(shape)) if how == "u"
+                 else _with_layout(v.reshape(tuple(shape)), layout))
+            if not writeable:
+                v.flags.writeable = False
             order.append(SimpleNamespace(is_const=True, index=index, value=v))
     tensors = topological_order([o for o in outputs if o is not None])
     units = [Step(SimpleNamespace(index=i, tensor=tensors[k])) for i, k in head["steps"]]
@@ -209,6 +234,57 @@ def _light_plan(payload: bytes, key: str, inputs: list, outputs: list) -> tuple:
     graph = SimpleNamespace(placeholders=[SimpleNamespace(dtype=p.dtype, tensor=p)
                                           for p in inputs], order=order)
     return head["module"], SimpleNamespace(graph=graph, units=units, kernels=kernels)
+
+
+def _note_name(tag: str, parts: str) -> str:
+    text = f"{tag}\n{cache.versions()}\n{cache_key.CODEGEN_VERSION}\n{parts}"
+    return f"symgrad_note_{hashlib.sha256(text.encode()).hexdigest()[:32]}"
+
+
+def remember(tag: str, parts: str, value: dict) -> None:
+    """Keep ``value`` (JSON) under ``tag`` and ``parts`` (any text naming what it was derived
+    from) with the versions, sealed like every cache file: what a warm build would otherwise
+    derive from a function's plan (a fused loop's module key). Quietly nothing where the
+    cache cannot be written."""
+    name = _note_name(tag, parts)
+    payload = json.dumps({"tag": tag, "parts": parts, "value": value}).encode()
+    try:
+        directory = cache.cache_dir()
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        cache.write_bytes(directory / name, seal_bytes(name, payload))
+    except OSError:
+        return
+
+
+def recall(tag: str, parts: str) -> Optional[dict]:
+    """What ``remember(tag, parts, ...)`` kept, or None (missing; a record that does not
+    verify warns once and is a miss).
+
+    >>> remember("doc", "example", {"a": 1}) is None
+    True
+    >>> recall("doc", "example") in ({"a": 1}, None)     # None where no cache is writable
+    True
+    """
+    name = _note_name(tag, parts)
+    path = cache.cache_dir() / name
+    try:
+        data = read_regular(path, MAX_RECORD_BYTES + 1)
+    except OSError:
+        return None
+    if data is None:
+        return None
+    payload = None if len(data) > MAX_RECORD_BYTES else unseal_bytes(name, data)
+    if payload is None:
+        warn_once(path, "is not a record this user's symgrad wrote (truncated, corrupted or "
+                  "foreign); compiling", "nothing to do: it is replaced")
+        return None
+    try:
+        head = json.loads(payload.decode())
+    except ValueError:
+        return None
+    if head.get("tag") != tag or head.get("parts") != parts:
+        return None
+    return head.get("value")
 
 
 class LazyPlan:

@@ -15,6 +15,10 @@ writes the view; a new carry read from a carry is staged first. Otherwise (any o
 plan, a replayed checkpoint segment, dynamic shapes) the Python loop of ``cpu.py`` runs, and
 ``fused_scan`` says why (``FusedScan.reason``, shown by ``f.explain()``).
 
+A warm build does not read the body's plan (``f.plan`` of a warm function is folded and
+planned when first read): the loop module's key is kept beside the body's module
+(``warm.remember``, sealed) and loaded from the cache by it.
+
 ``ENABLED = False`` turns the fused loop off (the tests compare both paths).
 """
 
@@ -28,6 +32,7 @@ import numpy as np
 from numba.core.errors import NumbaError
 
 from ...errors import ShapeError
+from ..cache import warm
 from ..cache.modules import load_or_build
 from ..plan.oprules import CHEAP_VIEWS, STEP_FORMS, S, index_text
 from ..scalar import SCALAR_KERNEL, SCALAR_OUTPUT
@@ -229,6 +234,19 @@ def _make(body, f, n_carry: int, n_x: int) -> FusedScan:
         i, o = body.inputs[j], body.outputs[j]
         if i.shape != o.shape or i.dtype != o.dtype:
             return FusedScan(reason=f"carry {j} changes shape or dtype")
+    inputs = tuple((t.shape, t.dtype) for t in tensors)
+    outputs = tuple((o.shape, o.dtype) for o in body.outputs)
+    parts = f"{f.key}|{n_carry}|{n_x}|{(inputs, outputs)!r}|{INTO}|{INLINE}" if f.key else None
+    known = warm.recall("fused scan", parts) if parts else None
+    if known is not None:         # a warm build: the loop module without the body's plan
+        try:
+            loop_module, _, _ = load_or_build(known["loop"], _not_cached)
+        except Exception:  # noqa: BLE001 - not in the cache (or not verified): build it
+            pass
+        else:
+            loop_module.BODY_FUNCTION_ = f
+            buffers = [(tuple(s), np.dtype(d)) for s, d in known["buffers"]]
+            return FusedScan(loop_module.loop_, "", inputs, outputs, buffers)
     found, reason = _single_kernel(f)
     if found is None:
         return FusedScan(reason=reason)
@@ -261,9 +279,15 @@ def _make(body, f, n_carry: int, n_x: int) -> FusedScan:
     except Exception as exc:                     # noqa: BLE001 (the Python loop still runs)
         return FusedScan(reason=f"the loop module did not load ({type(exc).__name__})")
     loop_module.BODY_FUNCTION_ = f          # the body's module stays loaded with the loop
-    return FusedScan(loop_module.loop_, "", tuple((t.shape, t.dtype) for t in tensors),
-                     tuple((o.shape, o.dtype) for o in body.outputs),
-                     (into or []) + [(shapes[j], body.inputs[j].dtype) for j in staged])
+    buffers = (into or []) + [(shapes[j], body.inputs[j].dtype) for j in staged]
+    if parts:
+        warm.remember("fused scan", parts, {"loop": key, "buffers": [
+            [list(s), np.dtype(getattr(d, "name", d)).name] for s, d in buffers]})
+    return FusedScan(loop_module.loop_, "", inputs, outputs, buffers)
+
+
+def _not_cached() -> str:
+    raise LookupError("the fused loop's module is not in the cache")
 
 
 def run_fused(fused: FusedScan, args: tuple, n_carry: int, n_x: int, length, reverse: bool,
