@@ -81,6 +81,10 @@ FORWARD = {
                           [np.array([[-1.0, 0.5], [3.0, 3.5]]), np.array([0.0, 1.0, 3.0]),
                            np.array([1.0, -1.0, 2.0])],
                           lambda x, xp, fp: [np.interp(x, xp, fp, left=-9.0, right=9.0)]),
+    "interp_cubic": (lambda x, xp, fp: sg.interp(x, xp, fp, method="cubic"),
+                     [np.array([-1.0, 0.0, 0.3, 1.0, 2.5, 3.0, 3.5, 7.0]),
+                      np.array([0.0, 1.0, 3.0, 4.0]), np.array([1.0, -1.0, 2.0, 0.0])],
+                     lambda x, xp, fp: [_natural_spline(x, xp, fp)]),
     "norm_vectors": (lambda x: [sg.linalg.norm(x), sg.linalg.norm(x, ord=1, axis=0),
                                 sg.linalg.norm(x, ord=np.inf, axis=1, keepdims=True),
                                 sg.linalg.norm(x, ord=3, axis=-1)], [X],
@@ -108,7 +112,7 @@ def test_forward_matches_numpy_on_every_engine(case):
             for g, w in zip(got, want):
                 np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12, err_msg=engine)
         return
-    if case == "norm_matrices":     # ord=2 through eigh: to rounding
+    if case in ("norm_matrices", "interp_cubic"):     # eigh, solve: to rounding
         for engine, got in _all_engines(fn, arrays).items():
             for g, w in zip(got, want):
                 np.testing.assert_allclose(g, w, rtol=1e-12, err_msg=engine)
@@ -126,6 +130,9 @@ GRADIENTS = {
     "interp_xp": (lambda x, xp, fp: sg.interp(x, xp, fp),
                   [np.array([0.3, 1.7, 2.5]), np.array([0.0, 1.0, 3.0]),
                    np.array([1.0, -1.0, 2.0])]),
+    "interp_cubic": (lambda x, xp, fp: sg.interp(x, xp, fp, method="cubic"),
+                     [np.array([-0.5, 0.3, 1.7, 2.5, 3.2, 4.5]), np.array([0.0, 1.0, 3.0, 4.0]),
+                      np.array([1.0, -1.0, 2.0, 0.0])]),
     "norm": (lambda x: [sg.linalg.norm(x), sg.linalg.norm(x, 1, axis=0),
                         sg.linalg.norm(x, 3.5, axis=1), sg.linalg.norm(x, np.inf, axis=1)], [X]),
     "matrix_norms": (lambda a: [sg.linalg.norm(a, o, (-2, -1)) for o in ("fro", 1, np.inf, 2)],
@@ -182,9 +189,27 @@ def test_interp_gradients_numpy_rule_outside():
     np.testing.assert_allclose(dfp, [1.0, 1.5, 1.5])
 
 
-def test_interp_cubic_is_not_implemented_yet():
-    with pytest.raises(NotImplementedError, match="cubic"):
-        sg.interp(np.array([0.5]), np.array([0.0, 1.0]), np.array([0.0, 1.0]), method="cubic")
+def _natural_spline(x, xp, fp):
+    from scipy.interpolate import CubicSpline
+    inside = CubicSpline(xp, fp, bc_type="natural")(x) if len(xp) > 2 else np.interp(x, xp, fp)
+    return np.where(x < xp[0], fp[0], np.where(x > xp[-1], fp[-1], inside))
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 6])
+def test_interp_cubic_is_scipys_natural_spline(n):
+    xp = np.cumsum(RNG.uniform(0.3, 1.0, n))
+    fp = RNG.uniform(-1, 1, n)
+    q = np.linspace(xp[0] - 0.5, xp[-1] + 0.5, 9)
+    x = sg.placeholder("x", shape=(None,))
+    y = sg.interp(x, xp, fp, method="cubic")
+    (g,) = sg.gradients(sg.reduce_sum(y), [x])
+    value, slope = sg.evaluate([y, g], {x: q})
+    np.testing.assert_allclose(value, _natural_spline(q, xp, fp), rtol=1e-12, atol=1e-13)
+    if n > 2:
+        from scipy.interpolate import CubicSpline
+        inside = (q >= xp[0]) & (q <= xp[-1])
+        want = np.where(inside, CubicSpline(xp, fp, bc_type="natural")(q, 1), 0.0)
+        np.testing.assert_allclose(slope, want, rtol=1e-11, atol=1e-12)
 
 
 # --- switch_case ------------------------------------------------------------------------------
@@ -275,3 +300,18 @@ def test_unknown_dims_compile():
     want = sg.evaluate(ys + [g], {x: a})
     for got, w in zip(sg.function([x], ys + [g])(a), want):
         np.testing.assert_allclose(got, w, rtol=1e-13)
+
+
+@pytest.mark.parametrize("case", ["sort", "top_k", "interp_cubic"])
+def test_forward_mode_matches_the_jacobian(case):
+    """sg.jvp (the engines' transposition of the vjp) agrees with J @ v."""
+    fn = {"sort": lambda x: sg.sort(x, direction="DESCENDING"),
+          "top_k": lambda x: sg.math.top_k(x, 2).values,
+          "interp_cubic": lambda x: sg.interp(x, np.array([0.0, 2.0, 5.0]),
+                                              np.array([1.0, 3.0, 0.0]), method="cubic")}[case]
+    x = sg.placeholder("x", shape=(4,))
+    y = fn(x)
+    a, v = np.array([3.0, 1.0, 4.0, 2.0]), np.array([1.0, 2.0, 3.0, 4.0])
+    (t,) = sg.jvp([y], [x], [v])
+    np.testing.assert_allclose(sg.evaluate(t, {x: a}), sg.evaluate(sg.jacobian(y, x), {x: a}) @ v,
+                               rtol=1e-12)
