@@ -35,14 +35,15 @@ def argsort_numpy(x, axis: int, descending: bool, k=None, xp=np):
     """Stable argsort along ``axis`` (ties: lower index first), the first ``k`` entries
     (None: all), as int32; ``xp`` is numpy or CuPy."""
     n = x.shape[axis]
+    kind = "stable" if xp is np else None       # CuPy's sorts are stable and take no kind
     if k is not None and k > n:
         raise ShapeError(f"sg.math.top_k: input must have at least k={k} entries along its "
                          f"last axis, got {n} (shape {format_shape(x.shape)})")
     if descending:
-        idx = xp.argsort(xp.flip(x, axis), axis=axis, kind="stable")
+        idx = xp.argsort(xp.flip(x, axis), axis=axis, kind=kind)
         idx = (n - 1) - xp.flip(idx, axis)
     else:
-        idx = xp.argsort(x, axis=axis, kind="stable")
+        idx = xp.argsort(x, axis=axis, kind=kind)
     if k is not None:
         idx = xp.moveaxis(xp.moveaxis(idx, axis, 0)[:k], 0, axis)
     return xp.ascontiguousarray(idx).astype(xp.int32)
