@@ -87,4 +87,9 @@ def switch_case(branch_index: Any, branch_fns: Any, default: Optional[Callable] 
         return cond(F.equal(branch_index, key), fn, lambda: chain(k + 1),
                     name=name if k == 0 else None)
 
-    return chain(0)
+    try:
+        return chain(0)
+    except (ShapeError, DTypeError) as exc:      # name switch_case, not its conds
+        keys = [k for k, _ in pairs] + ["default"]
+        raise type(exc)(f"sg.switch_case (branches {keys}): the branches must return the "
+                        f"same structure, shapes and dtypes: {exc}") from None

@@ -43,7 +43,9 @@ def _descending(direction: Any, op: str) -> bool:
 def _axis(values, axis: Any, op: str) -> int:
     rank = rank_of(values)
     if rank == 0:
-        raise ValueError(f"sg.{op}: values must have at least one dimension, got a scalar")
+        what = f" '{values.name}'" if hasattr(values, "name") else ""
+        raise ValueError(f"sg.{op}: values{what} must have at least one dimension, got a "
+                         "scalar")
     return single_axis(axis, rank, f"sg.{op}")
 
 
