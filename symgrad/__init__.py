@@ -73,6 +73,13 @@ from .ops.assembly import *  # noqa: E402,F401,F403
 from .ops.assembly import __all__ as _ASSEMBLY  # noqa: E402
 from .errors import SegmentIdError  # noqa: E402
 __all__ += ["SegmentIdError"] + _ASSEMBLY
+# v5 ops: sorting and searching, interpolation, sg.math.top_k, switch_case
+# (symgrad/ops/sorting, symgrad/control/switch.py; docs/ops_indexing.md)
+from .ops.sorting import *  # noqa: E402,F401,F403
+from .ops.sorting import __all__ as _SORTING  # noqa: E402
+from . import math  # noqa: E402
+from .control.switch import switch_case  # noqa: E402
+__all__ += _SORTING + ["math", "switch_case"]
 # v4 control flow: loops and branches as single ops (symgrad/control, docs/control_flow.md)
 from .control import cond, fori_loop, scan, while_loop  # noqa: E402
 __all__ += ["cond", "fori_loop", "scan", "while_loop"]

@@ -401,6 +401,9 @@ FORMS: dict = {
 from .assembly_steps import ASSEMBLY_FORMS  # noqa: E402  (segment reductions, scatters)
 
 FORMS.update(ASSEMBLY_FORMS)
+from .sorting_steps import SORTING_FORMS  # noqa: E402  (sort, argsort, top_k, searchsorted)
+
+FORMS.update(SORTING_FORMS)
 
 LIBRARY_CALLS = frozenset({C.matmul, C.einsum, C.tensordot})
 """Forms that are one library call (cuBLAS through CuPy on a GPU)."""
