@@ -33,6 +33,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ...numba_internals import enabled as internals_enabled
+from .native_kernels import kernels as native_kernels
 from .phantom import Stop, dry_namespace, is_phantom, phantom
 from ..loops.state import dry_running
 
@@ -165,6 +166,8 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
 
     if numba.config.DISABLE_JIT:    # plain Python functions: nothing to compile
         return 0
+    for _, kernel in native_kernels(module):   # scalar kernels written as IR: no dry run
+        kernel.compile()
     found = dispatchers(module)
     entries = getattr(module, "ENTRIES_", {})
     scalar = {id(found[name]) for name in entries.values() if name in found}
