@@ -128,6 +128,10 @@ def main() -> None:
     a = parser.parse_args()
     import numpy as np
     import symgrad as sg
+    try:
+        from symgrad.compile.cpu.native_kernels import STATS
+    except ImportError:          # a checkout without the IR path (before/after figures)
+        STATS = {}
     from symgrad.compile.scalar import settings
 
     if a.elements:
@@ -158,6 +162,7 @@ def main() -> None:
            "jac_us": round(per_call(f_jac, args, max(a.calls // 10, 10)), 2),
            "rhs_err": float(np.max(np.abs(r - ref_r))), "jac_finite": bool(np.isfinite(j).all()),
            "plan_rhs": f_rhs.explain().split("\n")[0].split(": ", 1)[1].split(", inputs")[0],
+           "native_kernels": dict(STATS),
            "plan_jac": f_jac.explain().split("\n")[0].split(": ", 1)[1].split(", inputs")[0]}
     print(json.dumps(out))
     if a.explain:

@@ -1,18 +1,23 @@
-"""A scalar region printed as one straight-line njit function.
+"""A scalar region printed as one straight-line function.
 
 ``_s<i>(a0, a1, ...)`` reads the elements it uses (``r<k>_<flat> = a<k>[i, j]``), runs
 the region's statements (``t<k> = ...``: one template per distinct form, printed once by
 ``NumbaPrinter`` with libm math) and returns a tuple of new arrays, one per region
 output, written element by element. Where every value is float64 or bool the statements
-are one LLVM IR body ``_s<i>_body`` (``codegen/llvm``, as straight kernels' bodies are):
-numba's front end then types the reads, one call and the writes, not each statement.
+are one LLVM IR body ``_s<i>_body`` (``codegen/llvm``, as straight kernels' bodies are),
+and the *whole* kernel, reads and writes included, is IR too (``codegen/llvm/kernel.py``):
+``_s<i>_k`` is compiled by LLVM without numba's front end (``cpu/native_kernels.py``) and
+the driver calls ``_s<i>_native``, which allocates the outputs and calls it. The njit
+``_s<i>`` runs only where ``_s<i>_k`` refuses its arguments (another dtype or shape), and
+``_s<i>_into`` where a fused loop calls it; numba compiles neither unless it is called.
 
 >>> import symgrad as sg
 >>> from symgrad.compile.plan.fold import fold_graph
 >>> from symgrad.compile.scalar.graph import scalar_graph
 >>> u = sg.placeholder("u", shape=(2,))
 >>> g, (r,) = scalar_graph(fold_graph([sg.stack([u[0] * u[1], u[1] - u[0]])]))
->>> print(lower_region(r).text.split(chr(10) * 3)[-1])   # after its LLVM IR body
+>>> parts = lower_region(r).text.split(chr(10) * 3)
+>>> print(parts[-3])   # after its LLVM IR body and its _into form
 @numba.njit(cache=NUMBA_CACHE, error_model='numpy', fastmath=FASTMATH)
 def _s1(a0):
     r0_0 = a0[0]
@@ -21,6 +26,12 @@ def _s1(a0):
     o0 = np.empty((2,), np.float64)
     o0[0] = t0
     o0[1] = t1
+    return (o0,)
+>>> print(parts[-1])   # after the kernel as IR (_s1_k)
+def _s1_native(a0):
+    o0 = np.empty((2,), np.float64)
+    if _s1_k(a0, o0) is not None:
+        return _s1(a0)   # not the arrays it was written for: numba's
     return (o0,)
 """
 
