@@ -106,20 +106,57 @@ def build_massaction(sg, n: int):
     return [x, p], f, values
 
 
+def build_lv(sg, n: int):
+    """The 2-state Lotka-Volterra right-hand side (``n`` unused)."""
+    u = sg.placeholder("u", shape=(2,))
+    p = sg.placeholder("p", shape=(4,))
+    rhs = sg.stack([p[0] * u[0] - p[1] * u[0] * u[1], p[2] * u[0] * u[1] - p[3] * u[1]])
+    return [u, p], rhs, {u: [1.0, 0.5], p: [1.5, 1.0, 3.0, 1.0]}
+
+
+def interleaved(sg, builder, n: int, rounds: int = 7, calls: int = 20000) -> dict:
+    """Per-call microseconds of the rhs and its Jacobian with the IR path and with numba's
+    function (``source.NATIVE = False``), compiled in this process and timed in turns."""
+    import numpy as np
+    from symgrad.compile.scalar import source
+
+    made = {}
+    for native in (True, False):
+        source.NATIVE = native
+        inputs, rhs, values = builder(sg, n)
+        args = [np.asarray(values[i], np.float64) for i in inputs]
+        jac = sg.jacobian(rhs, inputs[0])
+        made[native] = (sg.function(inputs, [rhs]), sg.function(inputs, [jac]), args)
+    source.NATIVE = True
+    best = {}
+    for _ in range(rounds):
+        for native, (f_rhs, f_jac, args) in made.items():
+            for label, f, k in (("rhs", f_rhs, calls), ("jac", f_jac, calls // 4)):
+                t = time.process_time()   # CPU time: the shared machine preempts
+                for _ in range(k):
+                    f(*args)
+                us = (time.process_time() - t) / k * 1e6
+                key = f"{label}_us_{'ir' if native else 'numba'}"
+                best[key] = round(min(best.get(key, us), us), 3)
+    return best
+
+
 def per_call(f, args, repeats: int = 2000) -> float:
     """Best microseconds per call over five rounds."""
     best = float("inf")
     for _ in range(5):
-        t = time.perf_counter()
+        t = time.process_time()   # CPU time: the shared machine preempts
         for _ in range(repeats):
             f(*args)
-        best = min(best, (time.perf_counter() - t) / repeats)
+        best = min(best, (time.process_time() - t) / repeats)
     return best * 1e6
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("case", choices=["pendulum", "massaction"])
+    parser.add_argument("case", choices=["pendulum", "massaction", "lv"])
+    parser.add_argument("--interleaved", action="store_true",
+                        help="per-call us, IR path vs numba's function, in one process")
     parser.add_argument("n", type=int)
     parser.add_argument("--elements", type=int, default=None)
     parser.add_argument("--profile", default=None)
@@ -136,7 +173,11 @@ def main() -> None:
 
     if a.elements:
         settings.SCALAR_ELEMENTS = a.elements
-    builder = build_pendulum if a.case == "pendulum" else build_massaction
+    builder = {"pendulum": build_pendulum, "massaction": build_massaction,
+               "lv": build_lv}[a.case]
+    if a.interleaved:
+        print(json.dumps({"case": a.case, "n": a.n, **interleaved(sg, builder, a.n)}))
+        return
     t_sym = time.process_time()
     inputs, rhs, values = builder(sg, a.n)
     sympy_s = time.process_time() - t_sym

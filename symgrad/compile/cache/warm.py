@@ -67,13 +67,15 @@ def _attr_text(value, exprs: dict) -> str:
 
 _SETTINGS = (("hoist", "ENABLED"), ("hoist", "NEW_KERNEL_MIN"), ("fold", "FOLD_LIMIT"),
              ("fold", "INFLATE_MIN"), ("rewrite", "CHEAP_OPS"), ("scalar", "ENABLED"),
-             ("scalar", "SCALAR_ELEMENTS"), ("scalar", "MIN_STEPS"))
+             ("scalar", "SCALAR_ELEMENTS"), ("scalar", "MIN_STEPS"),
+             ("scalar_source", "NATIVE"))
 
 
 def _setting_modules() -> dict:
     from ..plan import fold, hoist, rewrite
-    from ..scalar import settings as scalar
-    return {"fold": fold, "hoist": hoist, "rewrite": rewrite, "scalar": scalar}
+    from ..scalar import settings as scalar, source as scalar_source
+    return {"fold": fold, "hoist": hoist, "rewrite": rewrite, "scalar": scalar,
+            "scalar_source": scalar_source}
 
 
 def fold_settings() -> tuple:
