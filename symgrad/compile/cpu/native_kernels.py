@@ -54,6 +54,7 @@ def _file_name(ir_text: str, statements: int) -> str:
 
     text = "\0".join(["symgrad native kernel", versions(), ll.get_host_cpu_name(),
                       ll.get_host_cpu_features().flatten(), str(native.opt_level(statements)),
+                      str(native.codegen_level(statements)),
                       ir_text])
     return hashlib.sha256(text.encode()).hexdigest()[:40] + "-" + key_tag() + ".o"
 
@@ -151,8 +152,10 @@ def paths(module) -> dict:
         if kernel.reason:
             out[index] = f"numba function ({kernel.reason})"
         else:
-            out[index] = (f"LLVM IR compiled by llvmlite, no numba front end ({kernel.statements}"
-                          f" statements, -O{native.opt_level(kernel.statements)})")
+            n = kernel.statements
+            out[index] = (f"LLVM IR compiled by llvmlite, no numba front end ({n} statements, "
+                          f"passes -O{native.opt_level(n)}, code generation "
+                          f"-O{native.codegen_level(n)})")
     for index, why in getattr(module, "NUMBA_REASONS_", {}).items():
         out[index] = f"numba function ({why})"
     return out

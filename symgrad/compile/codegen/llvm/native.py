@@ -107,27 +107,61 @@ class _Holder:
         self.method, self.library = method, library
 
 
-def _library_class(codegen, level: int):
-    base = codegen._library_class
+CODEGEN_O3 = 500
+_MACHINES: dict = {}
+
+
+def codegen_level(statements: int) -> int:
+    """The code generator's level (instruction scheduling, register allocation): numba's
+    O3 up to ``CODEGEN_O3`` statements, O0 above. Its time at O3 grows much faster than a
+    straight block (1,011 statements of a mass-action Jacobian: 2.9 s at O3, 0.9 s at O1,
+    0.06 s at O0, 2-core machine under load), while the block is already optimised by the
+    IR passes; O0's fast register allocator spills more.
+
+    >>> codegen_level(100), codegen_level(5_000)
+    (3, 0)
+    """
+    return 3 if statements <= CODEGEN_O3 else 0
+
+
+def _machine(codegen, level: int):
+    """A target machine of numba's options (CPU, features, relocation, code model) at
+    code generation level ``level``."""
+    import llvmlite.binding as ll
+
+    if level not in _MACHINES:
+        options = dict(opt=level)
+        codegen._customize_tm_options(options)
+        target = ll.Target.from_triple(ll.get_process_triple())
+        _MACHINES[level] = target.create_target_machine(**options)
+    return _MACHINES[level]
+
+
+def _optimise(codegen, module, level: int) -> None:
+    """numba's pipeline (level 3: its per-function passes, then its cheap and full module
+    passes) or one module pipeline at ``level``."""
+    module.data_layout = codegen._data_layout
     if level >= 3:
-        return base          # numba's own pipeline
-
-    class SizedLibrary(base):
-        """numba's CPU library, optimised once at ``level`` (no per-function O3)."""
-
-        def _optimize_functions(self, ll_module):
-            ll_module.data_layout = self._codegen._data_layout
-
-        def _optimize_final_module(self):
-            pm, pb = self._codegen._module_pass_manager(opt=level, loop_vectorize=False,
-                                                        slp_vectorize=level >= 2)
-            pm.run(self._final_module, pb)
-
-    return SizedLibrary
+        for function in module.functions:
+            if not function.is_declaration:
+                fpm, pb = codegen._function_pass_manager()
+                fpm.run(function, pb)
+        cheap, pb = codegen._module_pass_manager(loop_vectorize=codegen._loopvect,
+                                                 slp_vectorize=False, opt=codegen._opt_level,
+                                                 cost="cheap")
+        cheap.run(module, pb)
+        full, pb = codegen._module_pass_manager()
+        full.run(module, pb)
+    else:
+        pm, pb = codegen._module_pass_manager(opt=level, loop_vectorize=False,
+                                              slp_vectorize=False)
+        pm.run(module, pb)
 
 
 def compile_kernel(ir_text: str, helpers: tuple, statements: int) -> tuple:
-    """(builtin function, serialised library) of a kernel's IR (``@SYMBOL_``)."""
+    """(builtin function, serialised library) of a kernel's IR (``@SYMBOL_``): optimised
+    at ``opt_level``, turned into object code at ``codegen_level``, and loaded into numba's
+    JIT as numba loads a cached library (the one path for a compile and a cache hit)."""
     import llvmlite.binding as ll
     from numba.core.compiler_lock import global_compiler_lock
     from numba.core.registry import cpu_target
@@ -139,21 +173,24 @@ def compile_kernel(ir_text: str, helpers: tuple, statements: int) -> tuple:
     codegen = cpu_target.target_context.codegen()
     with global_compiler_lock:
         _add_symbols()
-        library = _library_class(codegen, opt_level(statements))(codegen, symbol)
-        library.enable_object_caching()
+        linked = []
         for spec, kinds in helpers:
             cres = _helper(spec, kinds)
-            library.add_linking_library(cres.library)
+            linked.append(cres.library)
             text = text.replace("@" + helper_symbol(spec, kinds) + "(",
                                 f'@"{cres.fndesc.llvm_func_name}"(')
         module = ll.parse_assembly(text)
-        module.verify()
         module.triple = ll.get_process_triple()
-        library.add_llvm_module(module)
-        library.finalize()
-        address = library.get_pointer_to_function(symbol)
-        state = library.serialize_using_object_code()
-    return _builtin(address, symbol, library), pack(state)
+        module.verify()
+        for library in linked:
+            module.link_in(library._get_module_for_linking(), preserve=True)
+        _optimise(codegen, module, opt_level(statements))
+        obj = _machine(codegen, codegen_level(statements)).emit_object(module)
+        data = pack((symbol, "object", (obj, module.as_bitcode())))
+    fn = load_kernel(ir_text, data)
+    if fn is None:
+        raise RuntimeError(f"symgrad: kernel {symbol} compiled but did not load")
+    return fn, data
 
 
 def load_kernel(ir_text: str, data: bytes):
