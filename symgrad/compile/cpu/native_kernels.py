@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from pathlib import Path
 from typing import Optional
 
+from ...numba_internals import enabled as internals_enabled
 from ..cache.modules import cache_dir, versions, write_bytes
 from ..cache.numba_files import safe_directory
 from ..cache.trust import key_tag, read_regular, seal_bytes, unseal_bytes, warn_once
@@ -109,7 +109,10 @@ class NativeKernel:
 
     def compile(self):
         if self.function is None:
-            if not native.layout_ok():
+            if not internals_enabled():
+                self.reason = "SYMGRAD_NUMBA_INTERNALS=0: the IR path uses numba's LLVM layer"
+                self.function = _refuse
+            elif not native.layout_ok():
                 self.reason = "numpy's array layout is not the one the IR reads"
                 self.function = _refuse
             else:
@@ -131,10 +134,6 @@ class NativeKernel:
 def native_kernel(ir_text: str, helpers: tuple, statements: int, name: str,
                   namespace: dict) -> NativeKernel:
     """What a generated module binds for a kernel written as IR (``native_kernel_``)."""
-    if os.environ.get("SYMGRAD_NATIVE_KERNELS", "1") == "0":
-        kernel = NativeKernel(ir_text, helpers, statements, name, namespace)
-        kernel.reason, kernel.function = "SYMGRAD_NATIVE_KERNELS=0", _refuse
-        return kernel
     return NativeKernel(ir_text, helpers, statements, name, namespace)
 
 
