@@ -175,3 +175,13 @@ def test_opt_level_by_size(statements):
     from symgrad.compile.codegen.llvm.native import NUMBA_PASSES, opt_level
 
     assert opt_level(statements) == (3 if statements <= NUMBA_PASSES else 1)
+
+
+def test_public_numba_only_runs_numba_functions(monkeypatch):
+    monkeypatch.setenv("SYMGRAD_NUMBA_INTERNALS", "0")
+    inputs, outputs = _lv(1)
+    f = sg.function(inputs, outputs)
+    assert "numba function (SYMGRAD_NUMBA_INTERNALS=0" in f.explain()
+    want = sg.evaluate(outputs, dict(zip(inputs, [U0, P])))
+    for g, w in zip(f(U0, P), want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
