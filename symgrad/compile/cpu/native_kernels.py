@@ -59,9 +59,19 @@ def _file_name(ir_text: str, statements: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:40] + "-" + key_tag() + ".o"
 
 
+_LIVE: dict = {}     # IR text -> builtin function made in this process
+
+
 def build(ir_text: str, helpers: tuple, statements: int):
-    """The builtin function of a kernel: from the cache when a sealed file verifies, else
-    compiled (and stored)."""
+    """The builtin function of a kernel: the one this process made of the same IR, else
+    from the cache when a sealed file verifies, else compiled (and stored)."""
+    fn = _LIVE.get(ir_text)
+    if fn is None:
+        fn = _LIVE[ir_text] = _build(ir_text, helpers, statements)
+    return fn
+
+
+def _build(ir_text: str, helpers: tuple, statements: int):
     folder = _directory()
     path = None if folder is None else folder / _file_name(ir_text, statements)
     if path is not None:

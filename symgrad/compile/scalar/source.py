@@ -124,7 +124,10 @@ def _element(e, kinds: dict):
     if e is sympy.true or e is sympy.false:
         return ("true" if e is sympy.true else "false"), "i1"
     if e.is_Number:
-        return double(float(e)), "double"
+        try:
+            return double(float(e)), "double"
+        except TypeError:        # zoo: no float
+            return None
     return None
 
 
