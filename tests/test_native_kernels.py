@@ -190,3 +190,16 @@ def test_public_numba_only_runs_numba_functions(monkeypatch):
     want = sg.evaluate(outputs, dict(zip(inputs, [U0, P])))
     for g, w in zip(f(U0, P), want):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+
+
+def test_exact_zeros_of_a_gradient_are_written():
+    x = sg.placeholder("x", shape=(3,))
+    y = x[0] * x[1]
+    g = sg.gradients(y, [x])[0]                 # [x1, x0, 0.0]: getitem_grad's zeros
+    f = sg.function([x], [sg.stack([y, x[2]]), g])
+    assert "LLVM IR compiled by llvmlite" in f.explain()
+    assert "numba function" not in f.explain()
+    v = np.array([2.0, 3.0, np.inf])
+    got = f(v)
+    np.testing.assert_array_equal(got[1], [3.0, 2.0, 0.0])
+    np.testing.assert_array_equal(got[0], [6.0, np.inf])

@@ -47,7 +47,7 @@ import numpy as np
 from ..codegen.llvm.body import double, function_ir
 from ..codegen.llvm.kernel import kernel_ir
 from ..codegen.templates import INLINE_STATEMENTS, OPTIONS
-from ..printing.printer import NumbaPrinter, helpers_used
+from ..printing.printer import ZERO, NumbaPrinter, helpers_used
 from .elements import region_code
 from .graph import ScalarRegion
 
@@ -119,6 +119,8 @@ def _element(e, kinds: dict):
     """(IR value text, kind) of an output element, or None."""
     import sympy
 
+    if e is ZERO:                # printing.ZERO: a float 0 sympy may not fold away
+        return double(0.0), "double"
     if e.is_Symbol:
         return (e.name, kinds[e]) if e in kinds else None
     if e is sympy.true or e is sympy.false:
