@@ -183,17 +183,19 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
         raise Stop()
 
     namespace.update(reference_=stop, scalars_=_no_scalars)   # 0-d arrays: general path
+    natives = set()
     for name, _ in native_kernels(module):      # phantoms (subclasses) would take numba's
         native = getattr(module, name[:-2] + "_native", None)
         if native is not None:
             namespace[native.__name__] = _real_arrays(native)
+            natives.add(native.__name__)
     phantoms = phantom_run(inputs)
     arrays = namespace
     if phantoms:          # numpy, workspaces and steps that never touch an element
         arrays = dict(namespace)
         steps = {int(n[1:]): v.static_ for n, v in namespace.items()
                  if n[:1] == "S" and n[1:].isdigit() and hasattr(v, "static_")}
-        dry_namespace(arrays, set(found), steps)
+        dry_namespace(arrays, set(found) | natives, steps)
     runs = [(False, parallel_at)]
     if parallel_at:
         runs.append((False, 0))        # every size-dependent choice takes its parallel loop
@@ -214,9 +216,13 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
 
 def _real_arrays(native: Callable) -> Callable:
     """A scalar kernel written as IR in a dry run: phantom arguments (static shapes over one
-    element) become zeros, which it reads (its inputs are small static tensors)."""
+    element) become zeros, which it reads (its inputs are small static tensors), and its
+    results phantoms again, as the steps after it expect."""
     def run(*args):
-        return native(*[np.zeros(a.shape, a.dtype) if is_phantom(a) else a for a in args])
+        if not any(is_phantom(a) for a in args):
+            return native(*args)
+        out = native(*[np.zeros(a.shape, a.dtype) if is_phantom(a) else a for a in args])
+        return tuple(phantom(o.shape, o.dtype) for o in out)
     return run
 
 
