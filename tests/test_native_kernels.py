@@ -152,10 +152,10 @@ def test_object_code_is_cached_sealed_and_never_run_when_tampered(tmp_path, monk
     files = list((tmp_path / "native").glob("*.o"))
     assert len(files) == 1
     before = dict(native_kernels.STATS)
-    assert native_kernels.build(stub.ir_text, stub.helpers, stub.statements) is \
+    assert native_kernels.build(stub.ir_text, stub.helpers, stub.size) is \
         f.module.__dict__[name]                 # made once per process
     native_kernels._LIVE.clear()                # as another process would
-    fn = native_kernels.build(stub.ir_text, stub.helpers, stub.statements)   # a warm build
+    fn = native_kernels.build(stub.ir_text, stub.helpers, stub.size)   # a warm build
     assert native_kernels.STATS["loaded"] == before["loaded"] + 1
     assert native_kernels.STATS["compiled"] == before["compiled"]
     v, o = np.array([2.0, 3.0]), np.empty(2)
@@ -166,12 +166,12 @@ def test_object_code_is_cached_sealed_and_never_run_when_tampered(tmp_path, monk
     native_kernels._LIVE.clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fn = native_kernels.build(stub.ir_text, stub.helpers, stub.statements)
+        fn = native_kernels.build(stub.ir_text, stub.helpers, stub.size)
     assert native_kernels.STATS["compiled"] == before["compiled"] + 1     # never loaded
     assert any("did not verify" in str(w.message) for w in caught)
     assert fn(v, o) is None and np.array_equal(o, [7.25, 1.0])
     native_kernels._LIVE.clear()
-    assert native_kernels.build(stub.ir_text, stub.helpers, stub.statements)(v, o) is None
+    assert native_kernels.build(stub.ir_text, stub.helpers, stub.size)(v, o) is None
     assert native_kernels.STATS["loaded"] == before["loaded"] + 2         # replaced, sealed
 
 

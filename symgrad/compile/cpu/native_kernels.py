@@ -111,8 +111,9 @@ class NativeKernel:
     ``namespace`` (the generated module's globals) by its builtin function."""
 
     def __init__(self, ir_text: str, helpers: tuple, statements: int, name: str,
-                 namespace: dict):
+                 namespace: dict, size: int = 0):
         self.ir_text, self.helpers, self.statements = ir_text, helpers, statements
+        self.size = size or statements    # statements, reads and writes: LLVM's levels
         self.name, self.namespace = name, namespace
         self.function = None
         self.reason = ""          # why the kernel runs numba's function instead (explain)
@@ -127,7 +128,7 @@ class NativeKernel:
                 self.function = _refuse
             else:
                 try:
-                    self.function = build(self.ir_text, self.helpers, self.statements)
+                    self.function = build(self.ir_text, self.helpers, self.size)
                 except Exception as exc:    # noqa: BLE001 - numba's function still runs
                     logger.warning("symgrad: a scalar kernel's IR did not compile (%s: %s);"
                                    " numba compiles it instead", type(exc).__name__, exc)
@@ -142,9 +143,10 @@ class NativeKernel:
 
 
 def native_kernel(ir_text: str, helpers: tuple, statements: int, name: str,
-                  namespace: dict) -> NativeKernel:
-    """What a generated module binds for a kernel written as IR (``native_kernel_``)."""
-    return NativeKernel(ir_text, helpers, statements, name, namespace)
+                  namespace: dict, size: int = 0) -> NativeKernel:
+    """What a generated module binds for a kernel written as IR (``native_kernel_``);
+    ``size``: its statements, element reads and element writes (LLVM's levels)."""
+    return NativeKernel(ir_text, helpers, statements, name, namespace, size)
 
 
 def kernels(module) -> list:
@@ -161,8 +163,9 @@ def paths(module) -> dict:
         if kernel.reason:
             out[index] = f"numba function ({kernel.reason})"
         else:
-            n = kernel.statements
-            out[index] = (f"LLVM IR compiled by llvmlite, no numba front end ({n} statements, "
+            n = kernel.size
+            out[index] = (f"LLVM IR compiled by llvmlite, no numba front end "
+                          f"({kernel.statements} statements, {n} with reads and writes, "
                           f"passes -O{native.opt_level(n)}, code generation "
                           f"-O{native.codegen_level(n)})")
     for index, why in getattr(module, "NUMBA_REASONS_", {}).items():

@@ -166,13 +166,15 @@ def _native(name: str, region: ScalarRegion, statements: list, reads: list, used
         return None, "a statement outside the IR subset"
     if '"""' in made[0] or "\\" in made[0]:
         return None, "IR text the module cannot quote"
+    size = len(statements) + sum(len(r) for _, _, r in inputs) + \
+        sum(len(e) for _, _, e in outputs)
     args = ", ".join(f"a{k}" for k in range(len(reads)))
     outs = [f"o{j}" for j in range(len(results))]
     lines = [f"# {name}_k: the whole kernel as LLVM IR (reads, {len(statements)} statements, "
              "writes), compiled by LLVM without numba's front end",
              "from symgrad.compile.cpu.native_kernels import native_kernel as native_kernel_",
              f'{name}_k = native_kernel_("""{made[0]}""", {made[1]!r}, {len(statements)}, '
-             f'"{name}_k", globals())',
+             f'"{name}_k", globals(), {size})',
              f'globals().setdefault("NATIVE_KERNELS_", {{}})["{name}_k"] = {name}_k', "", "",
              f"def {name}_native({args}):"]
     for j, node in enumerate(region.outputs):
