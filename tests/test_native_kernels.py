@@ -32,8 +32,8 @@ def _rk4(u, p, steps, dt=0.01):
 
 
 def _lv(steps=2):
-    u0 = sg.placeholder("u0", shape=(2,))
-    p = sg.placeholder("p", shape=(4,))
+    u0 = sg.placeholder("state", shape=(2,))     # not test_scalar_regions' graph (its
+    p = sg.placeholder("rates", shape=(4,))      # passes are read after a cold compile)
     u = _rk4(u0, p, steps)
     loss = sg.reduce_sum(u * u)
     return [u0, p], [loss, u] + sg.gradients(loss, [u0, p])
