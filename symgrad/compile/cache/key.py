@@ -27,11 +27,13 @@ from . import modules as cache
 
 __all__ = ["CODEGEN_VERSION", "compile_key"]
 
-CODEGEN_VERSION = "10"   # small linalg in scalar kernels; scalar kernels' _into form; gather bounds without max/min; scalar kernels; reuse fix
+CODEGEN_VERSION = "11"   # scalar kernels as whole-kernel LLVM IR; small linalg in scalar kernels; _into form; gather bounds; reuse fix
 
 
 def compile_key(graph, target: str, mode: OutputMode, math: str) -> str:
     """The sha256 hex key of the module compiled for the folded ``graph`` (see above)."""
+    from ..scalar import source
+
     text = "\n".join([graph.canonical(), target, str(mode.single), math, cache.versions(),
-                      CODEGEN_VERSION])
+                      CODEGEN_VERSION] + ["numba scalar kernels"] * (not source.NATIVE))
     return hashlib.sha256(text.encode()).hexdigest()

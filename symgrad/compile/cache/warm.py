@@ -71,14 +71,16 @@ _SETTINGS = (("hoist", "ENABLED"), ("hoist", "NEW_KERNEL_MIN"), ("fold", "FOLD_L
              ("scalar", "STATEMENT_NS"), ("scalar", "ELEMENT_NS"),
              ("scalar", "BUILD_STATEMENT_US"), ("scalar", "BUILD_ELEMENT_US"),
              ("scalar", "BUILD_ELEMENT_SQ_US"), ("scalar", "BUILD_UNIT_US"),
-             ("scalar", "BUILD_BASE_US"), ("scalar", "BUILD_PER_NODE_US"), ("scalar", "MAX_TERMS"))
+             ("scalar", "BUILD_BASE_US"), ("scalar", "BUILD_PER_NODE_US"), ("scalar", "MAX_TERMS"),
+             ("scalar_source", "NATIVE"))
 """(room, setting): scalar ones are ``scalar.settings.NAMES`` (tests/test_scalar_cost.py)."""
 
 
 def _setting_modules() -> dict:
     from ..plan import fold, hoist, rewrite
-    from ..scalar import settings as scalar
-    return {"fold": fold, "hoist": hoist, "rewrite": rewrite, "scalar": scalar}
+    from ..scalar import settings as scalar, source as scalar_source
+    return {"fold": fold, "hoist": hoist, "rewrite": rewrite, "scalar": scalar,
+            "scalar_source": scalar_source}
 
 
 def fold_settings() -> tuple:

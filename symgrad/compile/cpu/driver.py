@@ -472,6 +472,9 @@ class ModuleWriter:
             self.workspace.step(step, ins, self.parallel)   # into a kept buffer
         if line is None:
             line = form(node, ins) if form is not None else None
+        scalar = self.scalars.get(id(node))
+        if scalar is not None and scalar.native:   # the whole kernel as IR (scalar/source.py)
+            line = f"_s{node.index}_native({', '.join(ins)})"
         if line is None:
             line = f"S{node.index}({', '.join(ins)})"
         self.emit(f"{v} = {line}  # {node.op.name} {quoted(node.name)}")

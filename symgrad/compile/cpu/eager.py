@@ -33,6 +33,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ...numba_internals import enabled as internals_enabled
+from .native_kernels import kernels as native_kernels
 from .phantom import Stop, dry_namespace, is_phantom, phantom
 from ..loops.state import dry_running, is_deferred
 
@@ -169,6 +170,8 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
         module.COMPILE_LATER_ = lambda: compile_module(module, inputs, parallel_at,
                                                        scalar_path)
         return 0
+    for _, kernel in native_kernels(module):   # scalar kernels written as IR: no dry run
+        kernel.compile()
     found = dispatchers(module)
     entries = getattr(module, "ENTRIES_", {})
     scalar = {id(found[name]) for name in entries.values() if name in found}
@@ -184,13 +187,19 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
         raise Stop()
 
     namespace.update(reference_=stop, scalars_=_no_scalars)   # 0-d arrays: general path
+    natives = set()
+    for name, _ in native_kernels(module):      # phantoms (subclasses) would take numba's
+        native = getattr(module, name[:-2] + "_native", None)
+        if native is not None:
+            namespace[native.__name__] = _real_arrays(native)
+            natives.add(native.__name__)
     phantoms = phantom_run(inputs)
     arrays = namespace
     if phantoms:          # numpy, workspaces and steps that never touch an element
         arrays = dict(namespace)
         steps = {int(n[1:]): v.static_ for n, v in namespace.items()
                  if n[:1] == "S" and n[1:].isdigit() and hasattr(v, "static_")}
-        dry_namespace(arrays, set(found), steps)
+        dry_namespace(arrays, set(found) | natives, steps)
     runs = [(False, parallel_at)]
     if parallel_at:
         runs.append((False, 0))        # every size-dependent choice takes its parallel loop
@@ -207,6 +216,18 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
     if internals_enabled():
         _bind_entries(module, found, entries)
     return done
+
+
+def _real_arrays(native: Callable) -> Callable:
+    """A scalar kernel written as IR in a dry run: phantom arguments (static shapes over one
+    element) become zeros, which it reads (its inputs are small static tensors), and its
+    results phantoms again, as the steps after it expect."""
+    def run(*args):
+        if not any(is_phantom(a) for a in args):
+            return native(*args)
+        out = native(*[np.zeros(a.shape, a.dtype) if is_phantom(a) else a for a in args])
+        return tuple(phantom(o.shape, o.dtype) for o in out)
+    return run
 
 
 def _no_scalars(*values) -> None:

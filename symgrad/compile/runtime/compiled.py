@@ -25,6 +25,7 @@ from .hooks import DISTRIBUTED
 from ..plan.regions import Kernel, Plan, Step
 from .variants import pattern, with_fixed_axes
 from . import specialise
+from ..cpu.native_kernels import paths as scalar_paths
 from ..cpu.workspace import Workspaces
 
 
@@ -174,7 +175,7 @@ class CompiledFunction:
         boundary (see ``compile/runtime/explain.py`` and docs/compiler.md). ``passes=True`` adds
         the compile's passes in order, with their seconds and what each decided."""
         text = explain(self.plan, self.target, self.inputs,
-                       getattr(self.module, "REUSED", None))
+                       getattr(self.module, "REUSED", None), scalar_paths(self.module))
         extra = specialise.describe(self)
         if extra:
             text += "\n" + extra

@@ -104,7 +104,7 @@ def _step_line(step: Step, target: str) -> str:
     return (f"step      {node.op.name} '{node.name}' -> {format_shape(node.shape)} ({how})")
 
 
-def _units(plan: Plan, target: str) -> list:
+def _units(plan: Plan, target: str, paths: Optional[dict] = None) -> list:
     lines = []
     place = get_target(target).kernel_place          # device targets: "device kernel"
     where = f"  ({place})" if place else ""
@@ -120,19 +120,22 @@ def _units(plan: Plan, target: str) -> list:
                 lines += ["  " + line for line in _kernel_lines(k, f"kernel {k.index}")]
         elif region_of(unit.node) is not None:
             lines += _scalar_lines(region_of(unit.node),
-                                   getattr(plan.graph, "scalar_choices", ()))
+                                   getattr(plan.graph, "scalar_choices", ()),
+                                   (paths or {}).get(unit.node.index))
         elif unit.node.op is not SCALAR_OUTPUT:     # named by its scalar kernel's lines
             lines.append(_step_line(unit, target))
     return lines
 
 
-def _scalar_lines(region, choices) -> list:
+def _scalar_lines(region, choices, path: Optional[str] = None) -> list:
     limit = scalar_settings.SCALAR_ELEMENTS
     why = "" if limit is None else f" (tensors of at most {limit} elements)"
     lines = [f"scalar kernel {region.number}  per element, straight-line{why}  "
              f"{region_summary(region)}"]
     lines += [f"  cost: {c.text()}" for c in choices
               if c.chosen and c.members[0] is region.members[0]]
+    if path:
+        lines.append(f"  runs   {path}")
     lines += [f"  reads  {_value(i)}" for i in region.node.inputs]
     lines += [f"  writes {_value(o)}" for o in region.results]
     return lines
@@ -257,9 +260,11 @@ def _reuse_lines(plan: Plan, reused: dict, temps: list) -> tuple:
     return saved, lines
 
 
-def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None) -> str:
+def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None,
+            paths: Optional[dict] = None) -> str:
     """The report of ``plan`` (see the module docstring); ``reused``: {output node index:
-    input node index} for outputs the driver stores into a dead input's buffer."""
+    input node index} for outputs the driver stores into a dead input's buffer; ``paths``:
+    {scalar kernel node index: how it runs} (``cpu/native_kernels.paths``)."""
     kernels = len(plan.kernels)
     scalars = sum(isinstance(u, Step) and u.node.op is SCALAR_KERNEL for u in plan.units)
     steps = sum(isinstance(u, Step) and u.node.op not in (SCALAR_KERNEL, SCALAR_OUTPUT)
@@ -270,7 +275,8 @@ def explain(plan: Plan, target: str, inputs: list, reused: Optional[dict] = None
             + f"{steps} step{'s' * (steps != 1)}, inputs {ins or 'none'}")
     spec = get_target(target)
     lines = [head] + ([f"kernels run as {spec.kernels_run}"] if spec.device else []) + \
-        ([f"on the host: {spec.host_runs}"] if spec.host_runs else []) + _units(plan, target)
+        ([f"on the host: {spec.host_runs}"] if spec.host_runs else []) + \
+        _units(plan, target, paths)
     temps = _temporaries(plan)
     known = sum(b for _, b in temps if b is not None)
     saved, reuse = _reuse_lines(plan, reused or {}, temps)

@@ -1,18 +1,23 @@
-"""A scalar region printed as one straight-line njit function.
+"""A scalar region printed as one straight-line function.
 
 ``_s<i>(a0, a1, ...)`` reads the elements it uses (``r<k>_<flat> = a<k>[i, j]``), runs
 the region's statements (``t<k> = ...``: one template per distinct form, printed once by
 ``NumbaPrinter`` with libm math) and returns a tuple of new arrays, one per region
 output, written element by element. Where every value is float64 or bool the statements
-are one LLVM IR body ``_s<i>_body`` (``codegen/llvm``, as straight kernels' bodies are):
-numba's front end then types the reads, one call and the writes, not each statement.
+are one LLVM IR body ``_s<i>_body`` (``codegen/llvm``, as straight kernels' bodies are),
+and the *whole* kernel, reads and writes included, is IR too (``codegen/llvm/kernel.py``):
+``_s<i>_k`` is compiled by LLVM without numba's front end (``cpu/native_kernels.py``) and
+the driver calls ``_s<i>_native``, which allocates the outputs and calls it. The njit
+``_s<i>`` runs only where ``_s<i>_k`` refuses its arguments (another dtype or shape), and
+``_s<i>_into`` where a fused loop calls it; numba compiles neither unless it is called.
 
 >>> import symgrad as sg
 >>> from symgrad.compile.plan.fold import fold_graph
 >>> from symgrad.compile.scalar.graph import scalar_graph
 >>> u = sg.placeholder("u", shape=(2,))
 >>> g, (r,) = scalar_graph(fold_graph([sg.stack([u[0] * u[1], u[1] - u[0]])]))
->>> print(lower_region(r).text.split(chr(10) * 3)[-1])   # after its LLVM IR body
+>>> parts = lower_region(r).text.split(chr(10) * 3)
+>>> print(parts[-3])   # after its LLVM IR body and its _into form
 @numba.njit(cache=NUMBA_CACHE, error_model='numpy', fastmath=FASTMATH)
 def _s1(a0):
     r0_0 = a0[0]
@@ -21,6 +26,12 @@ def _s1(a0):
     o0 = np.empty((2,), np.float64)
     o0[0] = t0
     o0[1] = t1
+    return (o0,)
+>>> print(parts[-1])   # after the kernel as IR (_s1_k)
+def _s1_native(a0):
+    o0 = np.empty((2,), np.float64)
+    if _s1_k(a0, o0) is not None:
+        return _s1(a0)   # not the arrays it was written for: numba's
     return (o0,)
 """
 
@@ -33,9 +44,10 @@ import re
 
 import numpy as np
 
-from ..codegen.llvm.body import function_ir
+from ..codegen.llvm.body import double, function_ir
+from ..codegen.llvm.kernel import kernel_ir
 from ..codegen.templates import INLINE_STATEMENTS, OPTIONS
-from ..printing.printer import NumbaPrinter, helpers_used
+from ..printing.printer import ZERO, NumbaPrinter, helpers_used
 from .elements import region_code
 from .graph import ScalarRegion
 
@@ -51,6 +63,7 @@ class LoweredRegion:
     text: str
     exprs: list
     statements: int
+    native: bool = False     # the whole kernel is IR: the driver calls ``_s<i>_native``
 
 
 def _float_dtype(region: ScalarRegion) -> str:
@@ -66,6 +79,11 @@ _KINDS = {"float64": "double", "float32": "float", "bool": "i1"}
 LLVM_BODIES = True
 """Statements as an LLVM IR body (``codegen/llvm``) where every value is float64, float32 or
 bool: numba's front end then types the reads, one call and the writes only."""
+NATIVE = True
+"""The whole kernel (reads, statements, writes) as IR compiled by LLVM alone
+(``codegen/llvm/kernel.py``, ``cpu/native_kernels.py``) where every value is float64 or
+bool; the numba function stays as the fallback and for fused loops."""
+_IR_KINDS = {"float64": "double", "bool": "i1"}
 
 
 def _kind(symbol) -> str:
@@ -82,6 +100,92 @@ def _printed(template, printer: NumbaPrinter) -> list:
     return template.text
 
 
+def _steps(statements: list, kinds: dict, param: dict) -> list:
+    """``function_ir``'s steps of the statements (arguments named by ``param`` or their
+    own names)."""
+    steps = []
+    joined: dict = {}
+    for s in statements:
+        text = joined.get(id(s.template))
+        if text is None:
+            text = joined[id(s.template)] = "".join(
+                f"Q{p}_" if k % 2 else p for k, p in enumerate(s.template.text))
+        steps.append((text, [param.get(a) or a.name for a in s.args], s.symbol.name,
+                      tuple(kinds[a] for a in s.args), kinds[s.symbol]))
+    return steps
+
+
+def _element(e, kinds: dict):
+    """(IR value text, kind) of an output element, or None."""
+    import sympy
+
+    if e is ZERO:                # printing.ZERO: a float 0 sympy may not fold away
+        return double(0.0), "double"
+    if e.is_Symbol:
+        return (e.name, kinds[e]) if e in kinds else None
+    if e is sympy.true or e is sympy.false:
+        return ("true" if e is sympy.true else "false"), "i1"
+    if e.is_Number:
+        try:
+            return double(float(e)), "double"
+        except TypeError:        # zoo: no float
+            return None
+    return None
+
+
+def _native(name: str, region: ScalarRegion, statements: list, reads: list, used: set,
+            results: list, exprs: list) -> tuple:
+    """(lines binding ``name + '_k'`` to the whole kernel as IR and ``name + '_native'``
+    calling it, None) or (None, why numba's function runs instead)."""
+    from numba.core import config
+
+    if not NATIVE or config.DISABLE_JIT:
+        return None, "the IR path is off (scalar.source.NATIVE)"
+    bad = sorted({n.dtype.name for n in region.inputs + region.members + region.outputs
+                  if n.dtype.name not in _IR_KINDS})
+    if bad:
+        return None, f"{', '.join(bad)} values (the IR writer covers float64 and bool)"
+    kinds = {}
+    inputs = []
+    for node, array in zip(region.inputs, reads):
+        got = [(index, array[index].name) for index in np.ndindex(*array.shape)
+               if array[index] in used]
+        kinds.update({array[index]: _kind(array[index]) for index in np.ndindex(*array.shape)})
+        inputs.append((_IR_KINDS[node.dtype.name], tuple(node.shape), got))
+    kinds.update({s.symbol: _kind(s.symbol) for s in statements})
+    if any(k not in ("double", "i1") for k in kinds.values()):
+        return None, "an integer element (the IR writer covers float64 and bool)"
+    outputs = []
+    for node, array in zip(region.outputs, results):
+        elements = [_element(e, kinds) for e in array.flat]
+        if any(e is None for e in elements):
+            return None, "an output element the IR writer does not write"
+        outputs.append((_IR_KINDS[node.dtype.name], tuple(node.shape), elements))
+    made = kernel_ir(inputs, _steps(statements, kinds, {}), outputs, dict(helpers_used(exprs)))
+    if made is None:
+        return None, "a statement outside the IR subset"
+    if '"""' in made[0] or "\\" in made[0]:
+        return None, "IR text the module cannot quote"
+    size = len(statements) + sum(len(r) for _, _, r in inputs) + \
+        sum(len(e) for _, _, e in outputs)
+    args = ", ".join(f"a{k}" for k in range(len(reads)))
+    outs = [f"o{j}" for j in range(len(results))]
+    lines = [f"# {name}_k: the whole kernel as LLVM IR (reads, {len(statements)} statements, "
+             "writes), compiled by LLVM without numba's front end",
+             "from symgrad.compile.cpu.native_kernels import native_kernel as native_kernel_",
+             f'{name}_k = native_kernel_("""{made[0]}""", {made[1]!r}, {len(statements)}, '
+             f'"{name}_k", globals(), {size})',
+             f'globals().setdefault("NATIVE_KERNELS_", {{}})["{name}_k"] = {name}_k', "", "",
+             f"def {name}_native({args}):"]
+    for j, node in enumerate(region.outputs):
+        shape = "(" + "".join(f"{d}, " for d in node.shape).rstrip(" ") + ")"
+        lines.append(f"    o{j} = np.empty({shape}, np.{node.dtype.name})")
+    lines += [f"    if {name}_k({', '.join([args] * bool(args) + outs)}) is not None:",
+              f"        return {name}({args})   # not the arrays it was written for: numba's",
+              f"    return ({''.join(o + ', ' for o in outs).rstrip(' ')})"]
+    return lines, None
+
+
 def _llvm_body(name: str, statements: list, reads: list, outputs: list, exprs: list,
                float_dtype: str):
     """(lines defining ``name`` as an LLVM IR body of the statements, from the ``reads``
@@ -95,15 +199,7 @@ def _llvm_body(name: str, statements: list, reads: list, outputs: list, exprs: l
     if any(k not in _KINDS.values() for k in kinds.values()):
         return None
     param = {r: f"a{k}" for k, r in enumerate(reads)}   # the IR function's arguments
-    steps = []
-    joined: dict = {}
-    for s in statements:
-        text = joined.get(id(s.template))
-        if text is None:
-            text = joined[id(s.template)] = "".join(
-                f"Q{p}_" if k % 2 else p for k, p in enumerate(s.template.text))
-        steps.append((text, [param.get(a) or a.name for a in s.args], s.symbol.name,
-                      tuple(kinds[a] for a in s.args), kinds[s.symbol]))
+    steps = _steps(statements, kinds, param)
     inputs = tuple(kinds[r] for r in reads)
     outs = tuple(kinds[o] for o in outputs)
     made = function_ir(inputs, steps, [param.get(o) or o.name for o in outputs],
@@ -161,8 +257,12 @@ def lower_region(region: ScalarRegion) -> LoweredRegion:
         names.append(f"o{j}")
     lines.append(f"    return ({''.join(n + ', ' for n in names).rstrip(' ')})")
     into = _into(lines, name, len(names))
+    native, why = _native(name, region, statements, reads, used, results, exprs)
+    tail = ["", ""] + native if native else \
+        ["", "", f'globals().setdefault("NUMBA_REASONS_", {{}})[{region.node.index}] = {why!r}']
     return LoweredRegion(region, "\n".join(head + ["", ""] * bool(head) + into + ["", ""] +
-                                            lines), exprs, len(statements))
+                                            lines + tail), exprs, len(statements),
+                         native is not None)
 
 
 def _into(lines: list, name: str, n_out: int) -> list:

@@ -380,15 +380,10 @@ def operand(text: str) -> str:
     return double(float(text.strip("()")))
 
 
-def function_ir(inputs: tuple, steps: list, results: list, inline: bool,
-                helpers: Optional[dict] = None, outputs: tuple = ()) -> Optional[tuple]:
-    """(IR module text, helpers called) of ``void @SYMBOL_(a0, .., ptr out)``
-    (``body_function`` names it by the hash of the text), or None when a statement is
-    outside the subset. ``inputs``: the kinds ("double", "i1") of the arguments;
-    ``steps``: (template text, argument texts, value name, slot kinds, value kind) per
-    statement in order; ``results``: the names (or literals) of the values stored to
-    ``out[j]`` (8 bytes each), of the kinds ``outputs`` (default float64); ``helpers``:
-    {alias: "pkg.mod:fn"} of the njit helpers templates call."""
+def statements_ir(steps: list, helpers: Optional[dict] = None) -> Optional[tuple]:
+    """(IR lines, {name: operand} of values that are not their own SSA name, declarations,
+    helpers called) of the ``steps`` (as ``function_ir``'s), or None when one is outside
+    the subset."""
     translated: dict = {}
     declares: set = set()
     called: set = set()
@@ -411,6 +406,22 @@ def function_ir(inputs: tuple, steps: list, results: list, inline: bool,
             body.append(lines)
         if result != "%" + name:
             value[name] = result
+    return body, value, declares, called
+
+
+def function_ir(inputs: tuple, steps: list, results: list, inline: bool,
+                helpers: Optional[dict] = None, outputs: tuple = ()) -> Optional[tuple]:
+    """(IR module text, helpers called) of ``void @SYMBOL_(a0, .., ptr out)``
+    (``body_function`` names it by the hash of the text), or None when a statement is
+    outside the subset. ``inputs``: the kinds ("double", "i1") of the arguments;
+    ``steps``: (template text, argument texts, value name, slot kinds, value kind) per
+    statement in order; ``results``: the names (or literals) of the values stored to
+    ``out[j]`` (8 bytes each), of the kinds ``outputs`` (default float64); ``helpers``:
+    {alias: "pkg.mod:fn"} of the njit helpers templates call."""
+    made = statements_ir(steps, helpers)
+    if made is None:
+        return None
+    body, value, declares, called = made
     params = ", ".join([f"{kind} %a{k}" for k, kind in enumerate(inputs)] +
                        ["ptr noalias %out"])
     raising = any(spec.startswith(RAISING_HELPERS) for spec, _ in called)

@@ -1,0 +1,185 @@
+"""A whole scalar kernel as one LLVM IR function: reads, statements, writes.
+
+A scalar region (``compile/scalar``) printed as an njit function passes its reads
+(``r0_3 = a0[1, 0]``), the call of its IR body and its element writes through numba's
+front end, about 0.3 ms of CPU per statement: most of a large region's build. Here the
+whole kernel is IR, and is a CPython function itself (``METH_FASTCALL``, ``native.py``
+makes it): ``k(a0, a1, .., o0, o1, ..)`` reads the elements of the input arrays
+through their data pointers and strides, runs the statements (``body.statements_ir``,
+the same instructions as the IR bodies numba links) and stores each output element
+into the C-contiguous arrays the caller allocated. It returns ``None``, or
+``NotImplemented`` without touching an output when an argument is not what the kernel
+was written for (not an ``ndarray``, another dtype, rank or shape, a byte-swapped
+dtype): the caller then runs the numba function instead.
+
+The array fields are read at numpy's ABI offsets (``PyArrayObject_fields``: data 16,
+nd 24, dimensions 32, strides 40, descr 56; ``PyArray_Descr``: byteorder 26, type_num
+28), which ``native.layout_ok`` checks once per process against a real array.
+
+>>> text, _ = kernel_ir([("double", (2,), [((0,), "r0_0"), ((1,), "r0_1")])],
+...                     [("Q0_*Q1_", ["r0_0", "r0_1"], "t0", ("double", "double"), "double")],
+...                     [("double", (), [("t0", "double")])])
+>>> print([line for line in text.split(chr(10)) if "fmul" in line or "store" in line])
+['  %t0 = fmul reassoc nsz contract afn double %r0_0, %r0_1', '  store double %t0, ptr %w0.0']
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from .body import helper_symbol, statements_ir
+
+TYPE_NUMS = {"double": 12, "i1": 0}          # NPY_DOUBLE, NPY_BOOL
+ITEM_BYTES = {"double": 8, "i1": 1}
+SWAPPED = 62                                 # ord(">"): a byte-swapped dtype
+NDARRAY = "symgrad.ndarray_type"             # &PyArray_Type, ``native`` adds the symbol
+
+
+def _field(lines: list, name: str, base: str, offset: int, kind: str) -> str:
+    lines.append(f"  {name}.p = getelementptr inbounds i8, ptr {base}, i64 {offset}")
+    lines.append(f"  {name} = load {kind}, ptr {name}.p")
+    return name
+
+
+def _type_test(lines: list, x: str) -> str:
+    """An i1 operand, true when argument ``x`` is exactly an ``ndarray``."""
+    t = _field(lines, f"{x}.type", x, 8, "ptr")
+    lines.append(f"  {x}.c0 = icmp eq ptr {t}, @{NDARRAY}")
+    return f"{x}.c0"
+
+
+def _check_block(lines: list, x: str, kind: str, shape: tuple, ok: str, bad: str) -> None:
+    """After the type test: rank, dtype, byte order and each dimension."""
+    nd = _field(lines, f"{x}.nd", x, 24, "i32")
+    descr = _field(lines, f"{x}.descr", x, 56, "ptr")
+    num = _field(lines, f"{x}.num", descr, 28, "i32")
+    order = _field(lines, f"{x}.order", descr, 26, "i8")
+    tests = [f"icmp eq i32 {nd}, {len(shape)}", f"icmp eq i32 {num}, {TYPE_NUMS[kind]}",
+             f"icmp ne i8 {order}, {SWAPPED}"]
+    if shape:
+        dims = _field(lines, f"{x}.dims", x, 32, "ptr")
+        for d, size in enumerate(shape):
+            lines.append(f"  {x}.dp{d} = getelementptr inbounds i64, ptr {dims}, i64 {d}")
+            lines.append(f"  {x}.dim{d} = load i64, ptr {x}.dp{d}")
+            tests.append(f"icmp eq i64 {x}.dim{d}, {size}")
+    acc = None
+    for j, test in enumerate(tests):
+        lines.append(f"  {x}.k{j} = {test}")
+        if acc is not None:
+            lines.append(f"  {x}.a{j} = and i1 {acc}, {x}.k{j}")
+            acc = f"{x}.a{j}"
+        else:
+            acc = f"{x}.k{j}"
+    lines.append(f"  br i1 {acc}, label %{ok}, label %{bad}")
+
+
+def _reads(lines: list, x: str, kind: str, shape: tuple, reads: list) -> None:
+    """Loads of the elements ``reads`` ((index, name)) through the data pointer and the
+    strides (any layout)."""
+    data = _field(lines, f"{x}.data", x, 16, "ptr")
+    strides = []
+    if shape and reads:
+        sp = _field(lines, f"{x}.strides", x, 40, "ptr")
+        for d in range(len(shape)):
+            lines.append(f"  {x}.sp{d} = getelementptr inbounds i64, ptr {sp}, i64 {d}")
+            strides.append(_field(lines, f"{x}.st{d}", f"{x}.sp{d}", 0, "i64"))
+    for index, name in reads:
+        offset = None
+        for d, i in enumerate(index):
+            if i == 0:
+                continue
+            lines.append(f"  %{name}.o{d} = mul i64 {strides[d]}, {i}")
+            term = f"%{name}.o{d}"
+            if offset is not None:
+                lines.append(f"  %{name}.s{d} = add i64 {offset}, {term}")
+                term = f"%{name}.s{d}"
+            offset = term
+        at = data
+        if offset is not None:
+            lines.append(f"  %{name}.at = getelementptr inbounds i8, ptr {data}, i64 {offset}")
+            at = f"%{name}.at"
+        if kind == "double":
+            lines.append(f"  %{name} = load double, ptr {at}")
+        else:
+            lines.append(f"  %{name}.b = load i8, ptr {at}")
+            lines.append(f"  %{name} = icmp ne i8 %{name}.b, 0")
+
+
+def _writes(lines: list, j: int, o: str, kind: str, elements: list, value: dict) -> bool:
+    """Stores of the output's elements ((text, kind) in C order) into its data."""
+    data = _field(lines, f"%w{j}", o, 16, "ptr")
+    for flat, (text, vkind) in enumerate(elements):
+        v = value.get(text) or (("%" + text) if text.isidentifier() and
+                                text not in ("true", "false") else text)
+        at = f"%w{j}.{flat}"
+        lines.append(f"  {at} = getelementptr inbounds i8, ptr {data}, i64 "
+                     f"{flat * ITEM_BYTES[kind]}")
+        if kind == "double" and vkind == "i1":
+            lines.append(f"  {at}.v = uitofp i1 {v} to double")
+            v = f"{at}.v"
+        elif kind == "i1" and vkind == "i1":
+            lines.append(f"  {at}.v = zext i1 {v} to i8")
+            v, kind_ = f"{at}.v", "i8"
+            lines.append(f"  store {kind_} {v}, ptr {at}")
+            continue
+        elif kind != vkind:
+            return False
+        lines.append(f"  store double {v}, ptr {at}")
+    return True
+
+
+def kernel_ir(inputs: list, steps: list, outputs: list,
+              helpers: Optional[dict] = None) -> Optional[tuple]:
+    """(IR module text of ``ptr @SYMBOL_(ptr self, ptr args, i64 nargs)``, helpers called),
+    or None where a statement or an element is outside the subset.
+
+    ``inputs``: (kind, static shape, [(index, read name)]) per input array (kind "double"
+    or "i1"); ``steps``: as ``body.function_ir``'s; ``outputs``: (kind, shape, [(value
+    text, value kind)] in C order) per output array, a value text being a statement's or a
+    read's name or an LLVM constant (``0x...``, ``true``)."""
+    made = statements_ir(steps, helpers)
+    if made is None:
+        return None
+    body, value, declares, called = made
+    n = len(inputs) + len(outputs)
+    lines = ["define ptr @SYMBOL_(ptr %self, ptr %args, i64 %nargs) #0 {", "entry:",
+             f"  %count = icmp eq i64 %nargs, {n}", "  br i1 %count, label %in0, label %bad"]
+    args = []
+    for k, (kind, shape, _) in enumerate(inputs):
+        x = f"%x{k}"
+        args.append(x)
+        lines.append(f"in{k}:")
+        lines.append(f"  {x}.pp = getelementptr inbounds ptr, ptr %args, i64 {k}")
+        lines.append(f"  {x} = load ptr, ptr {x}.pp")
+        test = _type_test(lines, x)
+        lines.append(f"  br i1 {test}, label %in{k}.b, label %bad")
+        lines.append(f"in{k}.b:")
+        _check_block(lines, x, kind, shape, f"in{k + 1}" if k + 1 < len(inputs) else "run",
+                     "bad")
+    if not inputs:
+        lines[3] = "  br i1 %count, label %run, label %bad"
+    lines.append("run:")
+    for k, (kind, shape, reads) in enumerate(inputs):
+        _reads(lines, f"%x{k}", kind, shape, reads)
+    lines += body
+    for j, (kind, shape, elements) in enumerate(outputs):
+        o = f"%y{j}"
+        lines.append(f"  {o}.pp = getelementptr inbounds ptr, ptr %args, i64 {len(inputs) + j}")
+        lines.append(f"  {o} = load ptr, ptr {o}.pp")
+        if len(elements) != int(np.prod(shape, dtype=np.int64)) or \
+                not _writes(lines, j, o, kind, elements, value):
+            return None
+    lines += ["  call void @Py_IncRef(ptr @_Py_NoneStruct)", "  ret ptr @_Py_NoneStruct",
+              "bad:", "  call void @Py_IncRef(ptr @_Py_NotImplementedStruct)",
+              "  ret ptr @_Py_NotImplementedStruct", "}"]
+    for spec, kinds in sorted(called):
+        declares.add(f"declare i32 @{helper_symbol(spec, kinds)}(ptr, ptr"
+                     f"{''.join(', ' + k for k in kinds)})")
+    declares |= {"declare void @Py_IncRef(ptr)", "@_Py_NoneStruct = external global i8",
+                 "@_Py_NotImplementedStruct = external global i8",
+                 f"@{NDARRAY} = external global i8"}
+    text = "\n".join(lines + sorted(declares) + ["attributes #0 = { nounwind }",
+                                                 "attributes #1 = { nounwind memory(read) }"])
+    return text + "\n", tuple(sorted(called))

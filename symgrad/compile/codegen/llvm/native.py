@@ -1,0 +1,239 @@
+"""A kernel's IR (``kernel.py``) compiled by LLVM into a CPython function.
+
+The IR is added to a code library of numba's CPU codegen (numba's LLVM layer: its target
+machine, its JIT and symbol resolution, the njit helpers linked as numba links a callee,
+its object-code serialisation), optimised by numba's own pipeline up to ``NUMBA_PASSES``
+statements (numba's results bit for bit) and at O1 above (``opt_level``), so that LLVM's
+time stays linear in the statements.
+The compiled function is wrapped as a builtin (``METH_FASTCALL``): a call from Python is a
+C call, with no argument typing and no dispatcher.
+
+``compile_kernel`` returns (function, serialised library); ``load_kernel`` makes the
+function from a serialised library (object code and the bitcode numba keeps beside it,
+``pack``/``unpack``), without running LLVM's passes or code generation.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import struct
+from typing import Optional
+
+from .body import helper_symbol
+from .kernel import NDARRAY
+
+METH_FASTCALL = 0x0080
+_SYMBOLS: list = []
+_LAYOUT: list = []
+
+
+NUMBA_PASSES = 10_000
+
+
+def opt_level(statements: int) -> int:
+    """LLVM's optimisation level for a kernel of ``statements``: 3, numba's own pipeline
+    (its per-function and module passes, so the results are numba's bit for bit), up to
+    ``NUMBA_PASSES`` statements; 1 above (about 20% less time than O2 or numba's O3 at
+    7,000 statements, and LLVM's time stays linear; results within a few ulp, as the
+    bodies past ``body.REASSOC_STATEMENTS`` already are).
+
+    >>> opt_level(300), opt_level(50_000)
+    (3, 1)
+    """
+    return 3 if statements <= NUMBA_PASSES else 1
+
+
+def symbol_of(ir_text: str) -> str:
+    return "symgrad_kernel_" + hashlib.sha256(ir_text.encode()).hexdigest()[:24]
+
+
+def layout_ok() -> bool:
+    """Whether numpy's array and dtype structs have the offsets ``kernel.py`` reads (checked
+    once per process on a strided float64 array)."""
+    if not _LAYOUT:
+        import numpy as np
+
+        ok = False
+        try:
+            a = np.zeros((3, 4))[:, ::2]
+            at = id(a)
+            ptr = ctypes.c_void_p.from_address
+            dims, strides = ptr(at + 32).value, ptr(at + 40).value
+            descr = ptr(at + 56).value
+            ok = (ctypes.sizeof(ctypes.c_void_p) == 8 and ptr(at + 8).value == id(np.ndarray)
+                  and ptr(at + 16).value == a.ctypes.data
+                  and ctypes.c_int.from_address(at + 24).value == 2
+                  and ctypes.c_int64.from_address(dims + 8).value == 2
+                  and ctypes.c_int64.from_address(strides).value == 32
+                  and ctypes.c_int.from_address(descr + 28).value == np.dtype("f8").num
+                  and ctypes.c_char.from_address(descr + 26).value == b"=")
+        except Exception:        # noqa: BLE001 - a layout we cannot read: numba's path
+            ok = False
+        _LAYOUT.append(ok)
+    return _LAYOUT[0]
+
+
+def _add_symbols() -> None:
+    import llvmlite.binding as ll
+    import numpy as np
+
+    if not _SYMBOLS:
+        ll.add_symbol(NDARRAY, id(np.ndarray))
+        _SYMBOLS.append(True)
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("meth", ctypes.c_void_p),
+                ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
+
+
+def _builtin(address: int, name: str, keep: object):
+    """A builtin function calling the ``METH_FASTCALL`` function at ``address``; ``keep``
+    (the library) lives as long as it does."""
+    method = _MethodDef(name.encode(), address, METH_FASTCALL, None)
+    new = ctypes.pythonapi.PyCFunction_NewEx
+    new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object,
+                                                   ctypes.py_object]
+    holder = _Holder(method, keep)
+    fn = new(ctypes.addressof(method), holder, None)   # self: what keeps the code alive
+    return fn
+
+
+class _Holder:
+    """The ``self`` of a kernel's builtin: its method record and code library."""
+
+    def __init__(self, method, library):
+        self.method, self.library = method, library
+
+
+CODEGEN_O3 = 500
+_MACHINES: dict = {}
+
+
+def codegen_level(statements: int) -> int:
+    """The code generator's level (instruction scheduling, register allocation): numba's
+    O3 up to ``CODEGEN_O3`` statements, O0 above. Its time at O3 grows much faster than a
+    straight block (1,011 statements of a mass-action Jacobian: 2.9 s at O3, 0.9 s at O1,
+    0.06 s at O0, 2-core machine under load), while the block is already optimised by the
+    IR passes; O0's fast register allocator spills more.
+
+    >>> codegen_level(100), codegen_level(5_000)
+    (3, 0)
+    """
+    return 3 if statements <= CODEGEN_O3 else 0
+
+
+def _machine(codegen, level: int):
+    """A target machine of numba's options (CPU, features, relocation, code model) at
+    code generation level ``level``."""
+    import llvmlite.binding as ll
+
+    if level not in _MACHINES:
+        options = dict(opt=level)
+        codegen._customize_tm_options(options)
+        target = ll.Target.from_triple(ll.get_process_triple())
+        _MACHINES[level] = target.create_target_machine(**options)
+    return _MACHINES[level]
+
+
+def _optimise(codegen, module, level: int) -> None:
+    """numba's pipeline (level 3: its per-function passes, then its cheap and full module
+    passes) or one module pipeline at ``level``."""
+    module.data_layout = codegen._data_layout
+    if level >= 3:
+        for function in module.functions:
+            if not function.is_declaration:
+                fpm, pb = codegen._function_pass_manager()
+                fpm.run(function, pb)
+        cheap, pb = codegen._module_pass_manager(loop_vectorize=codegen._loopvect,
+                                                 slp_vectorize=False, opt=codegen._opt_level,
+                                                 cost="cheap")
+        cheap.run(module, pb)
+        full, pb = codegen._module_pass_manager()
+        full.run(module, pb)
+    else:
+        pm, pb = codegen._module_pass_manager(opt=level, loop_vectorize=False,
+                                              slp_vectorize=False)
+        pm.run(module, pb)
+
+
+def compile_kernel(ir_text: str, helpers: tuple, statements: int) -> tuple:
+    """(builtin function, serialised library) of a kernel's IR (``@SYMBOL_``): optimised
+    at ``opt_level``, turned into object code at ``codegen_level``, and loaded into numba's
+    JIT as numba loads a cached library (the one path for a compile and a cache hit)."""
+    import llvmlite.binding as ll
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.registry import cpu_target
+
+    from .link import _helper
+
+    symbol = symbol_of(ir_text)
+    text = ir_text.replace("@SYMBOL_", "@" + symbol)
+    codegen = cpu_target.target_context.codegen()
+    with global_compiler_lock:
+        _add_symbols()
+        linked = []
+        for spec, kinds in helpers:
+            cres = _helper(spec, kinds)
+            linked.append(cres.library)
+            text = text.replace("@" + helper_symbol(spec, kinds) + "(",
+                                f'@"{cres.fndesc.llvm_func_name}"(')
+        module = ll.parse_assembly(text)
+        module.triple = ll.get_process_triple()
+        module.verify()
+        for library in linked:
+            module.link_in(library._get_module_for_linking(), preserve=True)
+        _optimise(codegen, module, opt_level(statements))
+        obj = _machine(codegen, codegen_level(statements)).emit_object(module)
+        data = pack((symbol, "object", (obj, module.as_bitcode())))
+    fn = load_kernel(ir_text, data)
+    if fn is None:
+        raise RuntimeError(f"symgrad: kernel {symbol} compiled but did not load")
+    return fn, data
+
+
+def load_kernel(ir_text: str, data: bytes):
+    """The builtin function of a kernel from ``compile_kernel``'s serialised library, or
+    None if ``data`` is not one (a foreign or truncated payload)."""
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.registry import cpu_target
+
+    symbol = symbol_of(ir_text)
+    state = unpack(data, symbol)
+    if state is None:
+        return None
+    codegen = cpu_target.target_context.codegen()
+    with global_compiler_lock:
+        _add_symbols()
+        library = codegen.unserialize_library(state)
+        address = library.get_pointer_to_function(symbol)
+    if not address:
+        return None
+    return _builtin(address, symbol, library)
+
+
+MAGIC = b"symgrad-native-1\0"
+
+
+def pack(state: tuple) -> bytes:
+    """numba's ``(name, 'object', (object code, bitcode))`` as bytes (no pickle)."""
+    name, kind, (obj, bitcode) = state
+    head = name.encode()
+    return MAGIC + struct.pack("<QQQ", len(head), len(obj), len(bitcode)) + head + obj + bitcode
+
+
+def unpack(data: bytes, symbol: str) -> Optional[tuple]:
+    """``pack``'s state, if ``data`` is one for library ``symbol``."""
+    at = len(MAGIC)
+    if not data.startswith(MAGIC) or len(data) < at + 24:
+        return None
+    n_name, n_obj, n_bc = struct.unpack("<QQQ", data[at:at + 24])
+    at += 24
+    if len(data) != at + n_name + n_obj + n_bc:
+        return None
+    name = data[at:at + n_name].decode(errors="replace")
+    if name != symbol:
+        return None
+    obj = data[at + n_name:at + n_name + n_obj]
+    return name, "object", (obj, data[at + n_name + n_obj:])
