@@ -39,7 +39,6 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .batching import NoBatchingRule, batch_graph, broadcast_batch, clear_memo, strict_batching
 from .control.api import _is_eager, _scan_nodes, scan
 from .control.body import Body, marker, stand_in
 from .errors import ShapeError
@@ -119,6 +118,7 @@ def _trace(fn: Callable, leaves: list, pack: Callable, api: str) -> tuple:
 def _batched(ins: list, outs: list, leaves: list, k: int) -> list:
     """The traced outputs rebuilt with the leading batch axis (NoBatchingRule when an op
     on the path has no rule)."""
+    from .batching import batch_graph, broadcast_batch, clear_memo, strict_batching
     replace = {id(s): (s, e) for s, e in zip(ins, leaves)}
     try:
         with strict_batching():
@@ -131,6 +131,7 @@ def _batched(ins: list, outs: list, leaves: list, k: int) -> list:
 def _map(fn: Callable, elems: Any, api: str, warn: bool, strict: bool,
          name: Optional[str]) -> tuple:
     """(output leaves, pack) of fn mapped over elems' leading axis."""
+    from .batching import NoBatchingRule     # loaded when first used (import stays light)
     leaves_in, pack = flatten(elems)
     if _is_eager(leaves_in):
         return _eager(fn, leaves_in, pack)
