@@ -194,7 +194,8 @@ def map_fn(fn: Callable, elems: Any, dtype: Any = None, fn_output_signature: Any
     like fn's output; the results are cast to it.
 
     >>> import symgrad as sg
-    >>> sg.evaluate(sg.map_fn(lambda v: v * 2, sg.constant([1, 2]), fn_output_signature="float32"), {})
+    >>> doubled = sg.map_fn(lambda v: v * 2, sg.constant([1, 2]), fn_output_signature="float32")
+    >>> sg.evaluate(doubled, {})
     array([2., 4.], dtype=float32)
     """
     if dtype is not None and fn_output_signature is not None:

@@ -196,3 +196,16 @@ def test_check_gradients_graph_compiled_tape_and_fd():
         lambda x, w: sg.vectorized_map(lambda r: sg.sin(r) * r[0] + w * r, x),
         RNG.normal(size=(3, 2)), RNG.normal(size=2))
     assert report.ok, str(report)
+
+
+def test_a_loop_inside_fn_falls_back_to_a_scan_with_gradients():
+    x, w = sg.placeholder("x", shape=(4,)), sg.placeholder("w")
+    with pytest.warns(UserWarning, match="op 'scan' has no batching rule"):
+        y = sg.vectorized_map(
+            lambda e: sg.fori_loop(0, 3, lambda i, c: c * e * w, sg.constant(1.0)), x)
+    gx, gw = sg.gradients(sg.reduce_sum(y), [x, w])
+    xv = np.array([1.0, 2.0, 3.0, 0.5])
+    yv, gxv, gwv = sg.function([x, w], [y, gx, gw])(xv, 2.0)
+    np.testing.assert_allclose(yv, (2 * xv) ** 3)
+    np.testing.assert_allclose(gxv, 24 * xv ** 2)
+    np.testing.assert_allclose(gwv, (12 * xv ** 3).sum())
