@@ -83,6 +83,9 @@ __all__ += _SORTING + ["math", "switch_case"]
 # v4 control flow: loops and branches as single ops (symgrad/control, docs/control_flow.md)
 from .control import cond, fori_loop, scan, while_loop  # noqa: E402
 __all__ += ["cond", "fori_loop", "scan", "while_loop"]
+# v5 batching: tf.vectorized_map, tf.map_fn (symgrad/vectorized_map.py, docs/vectorized_map.md)
+from .vectorized_map import map_fn, vectorized_map  # noqa: E402
+__all__ += ["map_fn", "vectorized_map"]
 
 
 def __getattr__(name: str):

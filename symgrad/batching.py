@@ -32,6 +32,7 @@ array([[2., 0., 0.],
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -337,8 +338,30 @@ def _tensordot(node, args, batched, k):
                            args, batched)
 
 
+class NoBatchingRule(Exception):
+    """Raised by the fallback rule under ``strict_batching()``: ``op`` has no rule."""
+
+    def __init__(self, op: OpDef):
+        super().__init__(op.name)
+        self.op = op
+
+
+@contextmanager
+def strict_batching():
+    """Inside, an op without a batching rule raises ``NoBatchingRule`` instead of being
+    unstacked along k (``sg.vectorized_map`` then falls back to a scan)."""
+    previous = getattr(_LOCAL, "strict", False)
+    _LOCAL.strict = True
+    try:
+        yield
+    finally:
+        _LOCAL.strict = previous
+
+
 def fallback_rule(node: Tensor, args: list, batched: tuple, k: int) -> Tensor:
     """Any op: unstack the batched inputs along k, apply the op per slice, stack."""
+    if getattr(_LOCAL, "strict", False):
+        raise NoBatchingRule(node.op)
     pieces = [LA.unstack(a, 0) if b else None for a, b in zip(args, batched)]
     outs = [_same(node, [p[i] if b else a for a, b, p in zip(args, batched, pieces)])
             for i in range(k)]
