@@ -69,8 +69,8 @@ def lu_solve(lower_upper, perm, rhs, name: Optional[str] = None):
     if n is None:
         raise ShapeError("sg.linalg.lu_solve: the matrix dims must be static (the "
                          f"permutation's depth), got {format_shape(lower_upper.shape)}")
-    if isinstance(lower_upper, Tensor) or isinstance(rhs, Tensor):
-        lower_upper, rhs = as_tensors(D.lu, (lower_upper, rhs))
+    if any(isinstance(x, Tensor) for x in (lower_upper, perm, rhs)):   # one symbolic: all
+        lower_upper, perm, rhs = as_tensors(D.lu, (lower_upper, perm, rhs))
     l, _ = D.unpack(lower_upper)
     p = D.permutation_matrix(perm, n, lower_upper.dtype)
     y = triangular_solve(l, F.matmul(p, rhs), lower=True)
