@@ -15,7 +15,7 @@ CuPy on a GPU; the cuda steps read ``DEVICE_FORWARDS``).
 
 >>> import numpy as np
 >>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
->>> packed, perm = lu(np, a, 0), lu(np, a, 1)
+>>> packed, perm = lu_forward(np, a, 0), lu_forward(np, a, 1)
 >>> perm
 array([1, 0], dtype=int32)
 >>> l, u = np.tril(packed, -1) + np.eye(2), np.triu(packed)
