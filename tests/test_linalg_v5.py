@@ -289,3 +289,25 @@ def test_float32_keeps_its_dtype():
     a = (np.eye(3) * 2 + 0.1).astype(np.float32)
     for out in (la.svd(a)[0], la.svd(a)[1], la.expm(a), la.lu(a)[0], la.pinv(a)):
         assert out.numpy().dtype == np.float32
+
+
+def test_forward_mode_by_transposition():
+    """sg.jvp (the engines' transposition fallback) equals <gradient, tangent>."""
+    x0, t0, w = RNG.normal(size=(3, 3)), RNG.normal(size=(3, 3)), RNG.normal(size=(3, 3))
+    x = sg.placeholder("x", (3, 3))
+    for build in (lambda a: sg.reduce_sum(la.svd(a)[2] ** 2 * w) + sg.reduce_sum(la.svd(a)[0]),
+                  lambda a: sg.reduce_sum(la.expm(a) * w),
+                  lambda a: sg.reduce_sum(la.lu(a)[0] * w),
+                  lambda a: sg.reduce_sum(la.pinv(a) * w)):
+        (g,) = sg.gradients(build(x), [x])
+        (j,) = sg.jvp([build(x)], [x], [t0])
+        assert np.isclose(sg.evaluate(j, {x: x0}), np.sum(sg.evaluate(g, {x: x0}) * t0),
+                          rtol=1e-9)
+
+
+def test_empty_batch():
+    a = np.zeros((0, 3, 3))
+    assert la.svd(a)[1].numpy().shape == (0, 3, 3)
+    assert la.expm(a).numpy().shape == (0, 3, 3)
+    packed, perm = la.lu(a)
+    assert packed.numpy().shape == (0, 3, 3) and perm.numpy().shape == (0, 3)
