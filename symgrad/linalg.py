@@ -16,8 +16,10 @@ from .ops.contraction import einsum, matmul
 from .ops.layout.api import diag, diag_part, matrix_transpose, trace
 from .ops.linalg import (cholesky, cholesky_solve, det, eigh, inv, lstsq, qr, slogdet, solve,
                          triangular_solve)
+from .ops.linalg.api_v5 import expm, lu, lu_solve, pinv, svd
 from .ops.linalg.norms import matrix_power, norm
 
 __all__ = ["cholesky", "cholesky_solve", "triangular_solve", "solve", "inv", "det",
            "slogdet", "eigh", "lstsq", "qr", "diag", "diag_part", "matrix_transpose", "trace",
-           "matmul", "einsum", "LinAlgError", "norm", "matrix_power"]
+           "matmul", "einsum", "LinAlgError", "norm", "matrix_power",
+           "svd", "expm", "lu", "lu_solve", "pinv"]

@@ -32,6 +32,8 @@ INTERNAL |= {"gather_grad", "shift", "linrec", "einsum_mask"}
 # sg.linalg (inputs must be positive definite, symmetric...): tests/test_linalg.py
 STRUCTURAL_TESTED |= {"cholesky", "triangular_solve", "solve", "inv", "det", "adjugate", "slogdet",
                       "eigh", "qr"}
+# v5 linalg records (svd, expm, lu): tests/test_linalg_v5.py
+STRUCTURAL_TESTED |= {"svd", "expm", "lu"}
 # assembly ops: their cases live in tests/test_assembly.py
 STRUCTURAL_TESTED |= {"scatter_nd", "tensor_scatter_nd_add", "tensor_scatter_nd_update",
                       "gather_nd"}

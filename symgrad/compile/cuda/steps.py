@@ -404,6 +404,10 @@ FORMS.update(ASSEMBLY_FORMS)
 from .sorting_steps import SORTING_FORMS  # noqa: E402  (sort, argsort, top_k, searchsorted)
 
 FORMS.update(SORTING_FORMS)
+from ...ops.linalg import decompositions_v5 as LA5  # noqa: E402  (svd, expm, lu)
+
+FORMS.update({op: (lambda fn: lambda ctx, node, *args: _linalg(ctx, node, fn, args))(fn)
+              for op, fn in LA5.DEVICE_FORWARDS.items()})
 
 LIBRARY_CALLS = frozenset({C.matmul, C.einsum, C.tensordot})
 """Forms that are one library call (cuBLAS through CuPy on a GPU)."""

@@ -4,7 +4,7 @@ every record already takes, so a Jacobian through ``solve`` is one call, not one
 column.
 
 * one-matrix records (``cholesky``, ``inv``, ``det``, ``slogdet``, ``eigh``, ``qr``,
-  ``adjugate``): the batch axis is a leading axis of the matrix; the op applies as it is.
+  ``adjugate``, ``svd``, ``expm``, ``lu``): the batch axis is a leading axis of the matrix; the op applies as it is.
 * ``solve`` and ``triangular_solve``: when only the rhs is batched (a Jacobian or a
   batched gradient through a fixed matrix), the batch axis is folded into the rhs
   columns: ``(k, ..., n, m)`` becomes ``(..., n, k*m)``, so the matrix is factorised once
@@ -27,6 +27,7 @@ from ...graph.tensor import Tensor
 from ...shapes import is_fully_known
 from ..functions import F
 from ..registry import apply
+from . import decompositions_v5 as D5
 from . import records as R
 
 __all__ = ["LINALG_RULES"]
@@ -81,7 +82,7 @@ def _solve(node, args, batched, k):
 
 LINALG_RULES: dict = {
     **{op: _leading for op in (R.cholesky, R.inv, R.det, R.slogdet, R.eigh, R.qr,
-                               R.adjugate)},
+                               R.adjugate, D5.svd, D5.expm, D5.lu)},
     R.solve_op: _solve, R.triangular: _solve,
 }
 """{linalg record: batching rule(node, args, batched flags, k)}."""
