@@ -83,6 +83,10 @@ __all__ += _SORTING + ["math", "switch_case"]
 # v4 control flow: loops and branches as single ops (symgrad/control, docs/control_flow.md)
 from .control import cond, fori_loop, scan, while_loop  # noqa: E402
 __all__ += ["cond", "fori_loop", "scan", "while_loop"]
+# v5 solvers: roots differentiated implicitly (symgrad/solvers, docs/solvers.md)
+from .solvers import custom_root, root  # noqa: E402
+from .errors import ConvergenceError  # noqa: E402
+__all__ += ["custom_root", "root", "ConvergenceError"]
 
 
 def __getattr__(name: str):
