@@ -125,6 +125,20 @@ def test_system_gradient_matches_finite_differences_and_the_unrolled_loop(engine
     assert SCAN not in _ops([g])
 
 
+def test_system_hessian_matches_finite_differences_of_the_gradient():
+    p = sg.placeholder("p", shape=(3,))
+    _, loss = _system_loss(p)
+    (g,) = sg.gradients(loss, p)
+    (H,) = sg.hessians(loss, p)
+    got = sg.evaluate(H, {p: P})
+    eps = 1e-5
+    fd = np.array([(sg.evaluate(g, {p: P + eps * e}) - sg.evaluate(g, {p: P - eps * e}))
+                   / (2 * eps) for e in np.eye(3)])
+    assert np.abs(got).max() > 1e-3
+    np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(got, got.T, atol=1e-14)
+
+
 def test_system_forward_is_one_while_loop_not_unrolled():
     p = sg.placeholder("p", shape=(3,))
     x, _ = _system_loss(p)
