@@ -228,3 +228,15 @@ def test_argument_errors():
         sg.root(lambda x: sg.stack([x, x]), 1.0)
     with pytest.raises(EagerMixError, match="roots are graph ops"):
         sg.root(lambda x: x - 1.0, sg.Variable(1.0))
+
+
+def test_a_computed_capture_and_forward_mode():
+    """f closes over exp(t), a node of the outer graph: the gradient goes on through it;
+    sg.jvp (custom_gradient's transposed-vjp rule) agrees. x = exp(t)^(1/3)."""
+    t = sg.placeholder("t")
+    a = sg.exp(t)
+    x = sg.root(lambda x: x * x * x - a, 1.0)
+    (g,) = sg.gradients(x, t)
+    (j,) = sg.jvp([x], [t], [sg.constant(1.0)])
+    got = sg.evaluate([x, g, j], {t: np.log(8.0)})
+    np.testing.assert_allclose(got, [2.0, 2.0 / 3.0, 2.0 / 3.0], rtol=1e-10)
