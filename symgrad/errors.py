@@ -93,3 +93,9 @@ class ArgumentError(SymgradError, TypeError):
 class SegmentIdError(SymgradError, ValueError):
     """A segment id or a scatter/gather index outside the output (TF's InvalidArgumentError):
     raised before anything is written, on every engine."""
+
+
+# --- solvers (symgrad/solvers) ------------------------------------------------------------
+class ConvergenceError(SymgradError, RuntimeError):
+    """An iterative solve (``sg.root``) stopped without meeting its tolerance: the message
+    names the API, the residual norm, the tolerance and the iterations taken."""
