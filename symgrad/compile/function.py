@@ -273,7 +273,8 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
         return sparse
     outputs, mode = output_list(outputs, "sg.function")
     inputs = _as_inputs(inputs, outputs)
-    name = label([p.name for p in inputs]) + ("" if target == "cpu" else f" target={target!r}")
+    name = label([p.name for p in inputs]) + \
+        ("" if spec is get_target("cpu") else f" target={spec.name!r}")   # the default unnamed
     phases = Phases(name, target=target, **progress_stream(progress))
     ctx = Context(inputs, outputs, mode, spec, math, phases)
     with phases.running():    # Ctrl-C: one line (cache files are written atomically)
