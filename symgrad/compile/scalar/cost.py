@@ -7,7 +7,8 @@ call per loop kernel and per structural step between them (``DISPATCH_NS`` each)
 the same element work in loops (``ELEMENT_NS`` per element of each op: vector code, no
 spills). Statements are what the element rules emit (``elements.py``): one per element of
 an elementwise node; a sum (reduction, ``unbroadcast``, ``tile_grad``) its input elements;
-a contraction (matmul, einsum, tensordot) its products (n * m * k for a matmul); a view or
+a contraction its products (n * m * k for a matmul; for an einsum or tensordot, of any
+number of operands, the product of its letters' lengths); a view or
 a move (getitem, stack, transpose, ...) none. The scalar form is chosen where it is cheaper
 at run time, and while the build time the program's scalar kernels add over the loops
 they replace (``BUILD_*_US`` per statement and per element read or written, against
@@ -36,6 +37,7 @@ import math
 from dataclasses import dataclass
 
 from ...ops.contraction import records as C
+from ...ops.contraction.records import letter_sizes, parse_subscripts, tensordot_subscripts
 from ...ops.indexing import records as I
 from ...ops.layout import records as L
 from ...ops.reductions import records as R
@@ -83,9 +85,33 @@ def statements(node: LNode) -> int:
     if node.op in _SUMS:
         return size_of(node.inputs[0].shape)
     if node.op in _CONTRACTIONS:
-        a, b = (size_of(i.shape) for i in node.inputs[:2])
-        return out * max(1, math.isqrt(a * b // max(out, 1)))
+        return _products(node)
     return 0
+
+
+def _products(node: LNode) -> int:
+    """The products a contraction sums: for an einsum (one operand or several: a trace,
+    a diagonal, a transpose) and a tensordot, one per combination of its letters' values;
+    for a matmul ``n * m * k`` (times the batch).
+
+    >>> import symgrad as sg
+    >>> from symgrad.compile.plan.fold import fold_graph
+    >>> m = sg.placeholder("m", shape=(3, 3))
+    >>> v = sg.placeholder("v", shape=(3,))
+    >>> ys = [sg.einsum("ii->", m), sg.einsum("ij->ji", m), sg.einsum("ij,jk,k->i", m, m, v),
+    ...       sg.tensordot(m, m, 1), sg.matmul(m, m)]
+    >>> [_products(n) for n in fold_graph(ys).order if n.op in _CONTRACTIONS]
+    [3, 9, 27, 27, 27]
+    """
+    if node.op is C.matmul:
+        a, b = (size_of(i.shape) for i in node.inputs)
+        return size_of(node.shape) * max(1, math.isqrt(a * b // max(size_of(node.shape), 1)))
+    shapes = [i.shape for i in node.inputs]
+    subscripts = node.attrs["subscripts"] if node.op is C.einsum else \
+        tensordot_subscripts(*(len(s) for s in shapes), node.attrs["axes"])
+    inputs, _ = parse_subscripts(subscripts, [len(s) for s in shapes])
+    sizes = letter_sizes(inputs, shapes, subscripts)
+    return size_of(tuple(sizes.values()))
 
 
 def splits(node: LNode) -> bool:
