@@ -2,9 +2,10 @@
 builds ``sg.jacobian`` / ``sg.hessians`` functions, loops (``sg.scan``) and scalar kernels
 without compiling anything (no numba compile at all: every kernel, loop body and helper
 is loaded; no LLVM compile either: a scalar kernel written as IR loads its sealed object
-code, ``cpu/native_kernels.py``) and folding nothing (a fused scan's loop module is found without the
-body's plan), with bit-identical results; a tampered warm record degrades to the cold path
-with a warning. (Run in subprocesses: a process's numba state is what is under test.)"""
+code, ``cpu/native_kernels.py``) and folding nothing (a fused scan's loop module is found
+without the body's plan), with bit-identical results; a tampered warm record degrades to
+the cold path with a warning. (Run in subprocesses: a process's numba state is what is
+under test.)"""
 
 from __future__ import annotations
 
