@@ -14,7 +14,9 @@ they replace (``BUILD_*_US`` per statement and per element read or written, agai
 ``BUILD_UNIT_US`` per loop kernel or step) fits together in a budget that grows with
 the program (``BUILD_BASE_US`` and ``BUILD_PER_NODE_US`` per node; the regions saving
 the most run time per build second first): a kernel may grow with the program it comes
-from, never past a fixed size. All constants live in ``settings.py``.
+from, never past a fixed size. A kernel of float64 and bool values is written as LLVM IR
+(``BUILD_IR_*_US``, linear), one of other values passes numba's front end (the numba
+constants, superlinear in its elements). All constants live in ``settings.py``.
 
 >>> import symgrad as sg
 >>> from symgrad.compile.plan.fold import fold_graph
@@ -25,7 +27,7 @@ from, never past a fixed size. All constants live in ``settings.py``.
 (100, 100, 100, 1, 101, True)
 >>> print(e.text().replace("; ", ";" + chr(10)))
 scalar ~1.1 us (100 statements) vs loops ~102 us (1 kernel, 101 steps);
-build ~0.44 s (200 elements read or written) vs ~5.1 s
+build ~0.063 s (200 elements read or written) vs ~5.1 s
 >>> within_budget([e], budget_us(g)), budget_us(g) / 1e6
 ([True], 4.02)
 """
@@ -117,6 +119,8 @@ class Estimate:
     writes: int
     kernels: int
     steps: int
+    ir: bool = True     # float64 and bool values: the kernel is written as LLVM IR
+
 
     @property
     def scalar_ns(self) -> float:
@@ -133,8 +137,12 @@ class Estimate:
 
     @property
     def build_us(self) -> float:
-        """Microseconds to build the scalar kernel: its statements and element lines."""
+        """Microseconds to build the scalar kernel: its statements and element lines (as
+        LLVM IR, linear; through numba's front end for other dtypes, superlinear)."""
         elements = self.reads + self.writes
+        if self.ir:
+            return settings.BUILD_IR_STATEMENT_US * self.statements + \
+                settings.BUILD_IR_ELEMENT_US * elements
         return settings.BUILD_STATEMENT_US * self.statements + elements * (
             settings.BUILD_ELEMENT_US + settings.BUILD_ELEMENT_SQ_US * elements)
 
@@ -201,9 +209,21 @@ def _io(members: list, graph: FoldedGraph) -> tuple:
     return sum(read.values()), writes
 
 
+_IR_DTYPES = frozenset({"float64", "bool"})
+"""The values a kernel written as LLVM IR holds (``source._IR_KINDS``); numba compiles
+the others."""
+
+
+def _ir(members: list) -> bool:
+    """Every value the region reads or makes is float64 or bool (``source._native``)."""
+    return all(m.dtype.name in _IR_DTYPES and all(
+        i.is_const or i.dtype.name in _IR_DTYPES for i in m.inputs) for m in members)
+
+
 def estimate(members: list, graph: FoldedGraph) -> Estimate:
     """Both forms of the region ``members`` (LNodes of ``graph``, in graph order)."""
     steps = sum(map(splits, members))
     kernels = len({_loop_shape(m) for m in members if not splits(m)})
     reads, writes = _io(members, graph)
-    return Estimate(sum(map(statements, members)), reads, writes, kernels, steps)
+    return Estimate(sum(map(statements, members)), reads, writes, kernels, steps,
+                    _ir(members))

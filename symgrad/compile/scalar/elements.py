@@ -46,8 +46,15 @@ __all__ = ["ELEMENT_RULES", "ElementCode", "region_code"]
 
 def _symbol(name: str, dtype) -> sp.Symbol:
     kind = dtype_kind(dtype)
-    return sp.Symbol(name, real=True) if kind == "f" else \
-        sp.Symbol(name, integer=True) if kind == "i" else sp.Symbol(name)
+    found = _SYMBOLS.get((name, kind))
+    if found is None:    # sympy's own cache of Symbol(...) costs ~15 us a call
+        found = _SYMBOLS[(name, kind)] = \
+            sp.Symbol(name, real=True) if kind == "f" else \
+            sp.Symbol(name, integer=True) if kind == "i" else sp.Symbol(name)
+    return found
+
+
+_SYMBOLS: dict = {}
 
 
 def _numpy_forward(node, args: list) -> np.ndarray:
