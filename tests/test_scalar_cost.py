@@ -104,9 +104,8 @@ def test_explain_gives_the_cost_numbers(monkeypatch):
     z = sg.reverse(sg.exp(sg.sin(sg.roll(v, 1, 0)) * v), 0) * 2.0
     text = sg.function([v], z).explain()
     assert "scalar kernel 0" not in text
-    assert "not one scalar kernel, by the scalar cost model:\n  6 nodes from 'roll_0': " \
-        "scalar ~5 us " \
-        "(4,000 statements) vs loops ~4 us (1 kernel, 2 steps)" in text
+    assert "not one scalar kernel, by the scalar cost model:\n  6 nodes from 'roll_" in text
+    assert "': scalar ~5 us (4,000 statements) vs loops ~4 us (1 kernel, 2 steps)" in text
     assert text.count("; loops are faster") == 1
     monkeypatch.setattr(settings, "BUILD_BASE_US", 0.0)    # no build budget
     monkeypatch.setattr(settings, "BUILD_PER_NODE_US", 0.0)
