@@ -120,11 +120,17 @@ class Estimate:
     kernels: int
     steps: int
     ir: bool = True     # float64 and bool values: the kernel is written as LLVM IR
+    scatters: tuple = (0, 0)  # (steps, elements): getitem_grads fed by its outputs
 
 
     @property
     def scalar_ns(self) -> float:
-        return settings.DISPATCH_NS + settings.STATEMENT_NS * self.statements
+        """One call, its statements, and the getitem_grads outside it that it feeds: fused
+        into the loop kernel that makes their input in the loop form, numpy steps (zeros
+        and a scatter) after a scalar kernel."""
+        steps, elements = self.scatters
+        return settings.DISPATCH_NS * (1 + steps) + settings.STATEMENT_NS * self.statements \
+            + settings.ELEMENT_NS * elements
 
     @property
     def loop_ns(self) -> float:
@@ -194,7 +200,8 @@ def _loop_shape(node: LNode) -> tuple:
 
 
 def _io(members: list, graph: FoldedGraph) -> tuple:
-    """(elements read from the region's inputs, elements written for its outputs)."""
+    """(elements read from the region's inputs, elements written for its outputs, the
+    getitem_grads outside it of its members: (count, elements))."""
     ids = {id(m) for m in members}
     read: dict = {}
     for m in members:
@@ -204,9 +211,11 @@ def _io(members: list, graph: FoldedGraph) -> tuple:
                 part = size_of(m.shape) if m.op in _PICKS else whole
                 read[id(i)] = min(whole, read.get(id(i), 0) + part)
     wanted = {id(o) for o in graph.outputs if o is not None}
+    scatters = {id(c): size_of(c.shape) for m in members for c in graph.consumers[id(m)]
+                if c.op is S.getitem_grad and id(c) not in ids and c.inputs[0] is m}
     writes = sum(size_of(m.shape) for m in members if id(m) in wanted or
                  any(id(c) not in ids for c in graph.consumers[id(m)]))
-    return sum(read.values()), writes
+    return sum(read.values()), writes, (len(scatters), sum(scatters.values()))
 
 
 _IR_DTYPES = frozenset({"float64", "bool"})
@@ -224,6 +233,6 @@ def estimate(members: list, graph: FoldedGraph) -> Estimate:
     """Both forms of the region ``members`` (LNodes of ``graph``, in graph order)."""
     steps = sum(map(splits, members))
     kernels = len({_loop_shape(m) for m in members if not splits(m)})
-    reads, writes = _io(members, graph)
+    reads, writes, scatters = _io(members, graph)
     return Estimate(sum(map(statements, members)), reads, writes, kernels, steps,
-                    _ir(members))
+                    _ir(members), scatters)
