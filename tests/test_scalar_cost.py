@@ -151,6 +151,19 @@ def test_a_float64_region_is_costed_as_llvm_ir():
     assert numba.build_us > 10 * e.build_us
 
 
+def test_getitem_grads_fed_by_a_region_cost_steps():
+    """A getitem_grad outside a region, of a region value, is fused into the loop kernel
+    in the loop form and a numpy step (``SCATTER_CALLS`` calls) after a scalar kernel."""
+    x = sg.placeholder("x", shape=(3,))
+    y = sg.stack([x[0] * x[1], x[2] - x[0]])
+    graph = fold_graph([y])
+    e = estimate(graph.order[1:], graph)
+    assert e.scatters == (0, 0)
+    fed = dataclasses.replace(e, scatters=(2, 100))
+    assert fed.scalar_ns == pytest.approx(e.scalar_ns + 2 * settings.SCATTER_CALLS *
+                                          settings.DISPATCH_NS + 100 * settings.ELEMENT_NS)
+
+
 def test_estimate_counts_reads_of_picks_only():
     x = sg.placeholder("x", shape=(5000,))
     graph = fold_graph([sg.stack([x[0] * x[1], x[2] - x[0]])])

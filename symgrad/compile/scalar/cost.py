@@ -53,10 +53,6 @@ UNBOUNDED = 1 << 62
 """The statements of a rule that declines the node (a matrix above its size): never
 admissible."""
 
-SCATTER_CALLS = 3
-"""A getitem_grad step after a scalar kernel costs about three calls (its step, numpy's
-zeros and the scatter: measured ~3 us per (40, 40) row of mass-action 40's Jacobian)."""
-
 _SUMS = frozenset({R.reduce_sum, R.reduce_mean, R.unbroadcast, L.tile_grad})
 _CONTRACTIONS = frozenset({C.matmul, C.einsum, C.tensordot})
 _PICKS = frozenset({I.getitem, L.unstack, L.split})
@@ -133,7 +129,7 @@ class Estimate:
         into the loop kernel that makes their input in the loop form, numpy steps (zeros
         and a scatter) after a scalar kernel."""
         steps, elements = self.scatters
-        return settings.DISPATCH_NS * (1 + SCATTER_CALLS * steps) + \
+        return settings.DISPATCH_NS * (1 + settings.SCATTER_CALLS * steps) + \
             settings.STATEMENT_NS * self.statements + settings.ELEMENT_NS * elements
 
     @property

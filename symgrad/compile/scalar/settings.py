@@ -22,6 +22,9 @@ measured 2.3 ms each at 200 elements, 8.5 ms at 1,600, on a 2-core machine).
 measured ~60 ms per getitem step). ``BUILD_BASE_US`` +
 ``BUILD_PER_NODE_US`` per node of the folded graph: the build time all scalar kernels of a
 program may add together over the loops they replace.
+``SCATTER_CALLS``: the calls a getitem_grad costs as a numpy step after a scalar kernel
+(its step, zeros, the scatter: ~3 us per (40, 40) row of a mass-action Jacobian); in the
+loop form it is fused into the kernel that makes its input.
 ``MAX_TERMS``: the most terms one element's statement may sum (a reduction's inputs per
 output element, a matmul's k): a sum is one statement, and the printers recurse per term.
 ``MIN_STEPS``: a region is a candidate only when the kernel planner would split it with at
@@ -44,6 +47,7 @@ BUILD_ELEMENT_SQ_US = 4.6
 BUILD_UNIT_US = 5e4
 BUILD_BASE_US = 2e6
 BUILD_PER_NODE_US = 1e4
+SCATTER_CALLS = 3.0
 MAX_TERMS = 64
 MIN_STEPS = 2
 SCALAR_ELEMENTS: Optional[int] = None
@@ -52,7 +56,7 @@ ENABLED = True
 NAMES = ("ENABLED", "SCALAR_ELEMENTS", "MIN_STEPS", "DISPATCH_NS", "STATEMENT_NS",
          "ELEMENT_NS", "BUILD_STATEMENT_US", "BUILD_ELEMENT_US", "BUILD_ELEMENT_SQ_US",
          "BUILD_IR_STATEMENT_US", "BUILD_IR_ELEMENT_US", "BUILD_UNIT_US", "BUILD_BASE_US",
-         "BUILD_PER_NODE_US", "MAX_TERMS")
+         "BUILD_PER_NODE_US", "SCATTER_CALLS", "MAX_TERMS")
 """Every setting the choice depends on (the warm key reads them, ``cache/warm.py``)."""
 
 
