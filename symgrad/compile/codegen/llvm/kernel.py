@@ -8,11 +8,10 @@ makes it): ``k(a0, a1, .., o0, o1, ..)`` reads the elements of the input arrays
 through their data pointers and strides, runs the statements (``body.statements_ir``,
 the same instructions as the IR bodies numba links) and stores each output element
 into the C-contiguous arrays the caller allocated. It returns ``None``, or
-``NotImplemented`` without touching an output when an argument is not what the kernel
-was written for (not an ``ndarray``, another dtype, rank or shape, a byte-swapped
-dtype), or after a linalg check failed (``body.RAISING_HELPERS``: the outputs are then
-garbage): the caller then runs the numba function instead (which raises the check's
-error).
+``NotImplemented`` when an argument is not what the kernel was written for (not an
+``ndarray``, another dtype, rank or shape, a byte-swapped dtype: no output touched) or a
+linalg check failed (``body.RAISING_HELPERS``: outputs written, not to be read): the
+caller then runs the numba function instead (which raises the check's error).
 
 The array fields are read at numpy's ABI offsets (``PyArrayObject_fields``: data 16,
 nd 24, dimensions 32, strides 40, descr 56; ``PyArray_Descr``: byteorder 26, type_num
