@@ -99,13 +99,16 @@ def splits(node: LNode) -> bool:
 def admissible(node: LNode) -> bool:
     """A node whose statements cost at most one call more than its loop (worked per
     element it cannot lose more than the scalar form saves by removing one unit), each
-    element one statement of at most ``MAX_TERMS`` terms."""
+    element one statement of at most ``MAX_TERMS`` terms; small linear algebra within
+    its rule's size (the region's estimate weighs its statements)."""
     work = statements(node)
+    # a rule that counts its own statements (small linalg) emits many short ones, not one
+    # sum, and bounds its own size (its loop form is a LAPACK call, not a fused loop)
+    if getattr(ELEMENT_RULES.get(node.op), "statements", None) is not None:
+        return work < UNBOUNDED
     if work * (settings.STATEMENT_NS - settings.ELEMENT_NS) > settings.DISPATCH_NS:
         return False
-    # a rule that counts its own statements (linalg) emits many short ones, not one sum
-    counts_itself = getattr(ELEMENT_RULES.get(node.op), "statements", None) is not None
-    return counts_itself or work <= settings.MAX_TERMS * size_of(node.shape)
+    return work <= settings.MAX_TERMS * size_of(node.shape)
 
 
 @dataclass(frozen=True)
