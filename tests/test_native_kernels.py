@@ -203,3 +203,21 @@ def test_exact_zeros_of_a_gradient_are_written():
     got = f(v)
     np.testing.assert_array_equal(got[1], [3.0, 2.0, 0.0])
     np.testing.assert_array_equal(got[0], [6.0, np.inf])
+
+
+def test_a_solve_kernel_is_ir_and_a_singular_matrix_raises(caplog):
+    """A scalar kernel with a linalg check (the pivots of a small solve) is written as IR
+    (it declares the check's status; it once failed to parse and went to numba); a
+    failed check falls back to numba's function, which raises ``sg.LinAlgError``."""
+    a = sg.placeholder("lhs", shape=(3, 3))
+    b = sg.placeholder("rhs", shape=(3, 1))
+    x = sg.linalg.solve(a * a + 1.0, b)
+    loss = sg.reduce_sum(x * x)
+    f = sg.function([a, b], [loss] + sg.gradients(loss, [a]))
+    m, r = np.diag([1.0, 2.0, 3.0]), np.ones((3, 1))
+    want = np.linalg.solve(m * m + 1.0, r)
+    np.testing.assert_allclose(f(m, r)[0], np.sum(want * want), rtol=1e-14)
+    assert "did not compile" not in caplog.text
+    assert "LLVM IR compiled by llvmlite" in f.explain()
+    with pytest.raises(sg.LinAlgError):
+        f(np.zeros((3, 3)), r)      # a * a + 1: all ones, singular

@@ -27,7 +27,7 @@ from . import modules as cache
 
 __all__ = ["CODEGEN_VERSION", "compile_key"]
 
-CODEGEN_VERSION = "11"   # scalar kernels as whole-kernel LLVM IR; small linalg in scalar kernels; _into form; gather bounds; reuse fix
+CODEGEN_VERSION = "12"   # whole-kernel IR: failed linalg checks fall back; 11: scalar kernels as IR
 
 
 def compile_key(graph, target: str, mode: OutputMode, math: str) -> str:

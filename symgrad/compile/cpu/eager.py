@@ -221,13 +221,27 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
 def _real_arrays(native: Callable) -> Callable:
     """A scalar kernel written as IR in a dry run: phantom arguments (static shapes over one
     element) become zeros, which it reads (its inputs are small static tensors), and its
-    results phantoms again, as the steps after it expect."""
+    results phantoms again, as the steps after it expect. Where the kernel declines its dry
+    arguments (a linalg check fails: a zero matrix is singular) the dry run stops there, as a
+    numba kernel's raise stops it, instead of compiling numba's fallback for dummy data."""
+    fallback = native.__name__[:-len("_native")]
+
     def run(*args):
-        if not any(is_phantom(a) for a in args):
-            return native(*args)
-        out = native(*[np.zeros(a.shape, a.dtype) if is_phantom(a) else a for a in args])
+        names = native.__globals__
+        saved = names[fallback]
+        names[fallback] = _stop
+        try:
+            if not any(is_phantom(a) for a in args):
+                return native(*args)
+            out = native(*[np.zeros(a.shape, a.dtype) if is_phantom(a) else a for a in args])
+        finally:
+            names[fallback] = saved
         return tuple(phantom(o.shape, o.dtype) for o in out)
     return run
+
+
+def _stop(*args):
+    raise Stop()
 
 
 def _no_scalars(*values) -> None:

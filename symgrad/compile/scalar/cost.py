@@ -15,7 +15,9 @@ they replace (``BUILD_*_US`` per statement and per element read or written, agai
 ``BUILD_UNIT_US`` per loop kernel or step) fits together in a budget that grows with
 the program (``BUILD_BASE_US`` and ``BUILD_PER_NODE_US`` per node; the regions saving
 the most run time per build second first): a kernel may grow with the program it comes
-from, never past a fixed size. All constants live in ``settings.py``.
+from, never past a fixed size. A kernel of float64 and bool values is written as LLVM IR
+(``BUILD_IR_*_US``, linear), one of other values passes numba's front end (the numba
+constants, superlinear in its elements). All constants live in ``settings.py``.
 
 >>> import symgrad as sg
 >>> from symgrad.compile.plan.fold import fold_graph
@@ -26,7 +28,7 @@ from, never past a fixed size. All constants live in ``settings.py``.
 (100, 100, 100, 1, 101, True)
 >>> print(e.text().replace("; ", ";" + chr(10)))
 scalar ~1.1 us (100 statements) vs loops ~102 us (1 kernel, 101 steps);
-build ~0.44 s (200 elements read or written) vs ~5.1 s
+build ~0.063 s (200 elements read or written) vs ~5.1 s
 >>> within_budget([e], budget_us(g)), budget_us(g) / 1e6
 ([True], 4.02)
 """
@@ -123,13 +125,16 @@ def splits(node: LNode) -> bool:
 def admissible(node: LNode) -> bool:
     """A node whose statements cost at most one call more than its loop (worked per
     element it cannot lose more than the scalar form saves by removing one unit), each
-    element one statement of at most ``MAX_TERMS`` terms."""
+    element one statement of at most ``MAX_TERMS`` terms; small linear algebra within
+    its rule's size (the region's estimate weighs its statements)."""
     work = statements(node)
+    # a rule that counts its own statements (small linalg) emits many short ones, not one
+    # sum, and bounds its own size (its loop form is a LAPACK call, not a fused loop)
+    if getattr(ELEMENT_RULES.get(node.op), "statements", None) is not None:
+        return work < UNBOUNDED
     if work * (settings.STATEMENT_NS - settings.ELEMENT_NS) > settings.DISPATCH_NS:
         return False
-    # a rule that counts its own statements (linalg) emits many short ones, not one sum
-    counts_itself = getattr(ELEMENT_RULES.get(node.op), "statements", None) is not None
-    return counts_itself or work <= settings.MAX_TERMS * size_of(node.shape)
+    return work <= settings.MAX_TERMS * size_of(node.shape)
 
 
 @dataclass(frozen=True)
@@ -143,10 +148,18 @@ class Estimate:
     writes: int
     kernels: int
     steps: int
+    ir: bool = True     # float64 and bool values: the kernel is written as LLVM IR
+    scatters: tuple = (0, 0)  # (steps, elements): getitem_grads fed by its outputs
+
 
     @property
     def scalar_ns(self) -> float:
-        return settings.DISPATCH_NS + settings.STATEMENT_NS * self.statements
+        """One call, its statements, and the getitem_grads outside it that it feeds: fused
+        into the loop kernel that makes their input in the loop form, numpy steps (zeros
+        and a scatter) after a scalar kernel."""
+        steps, elements = self.scatters
+        return settings.DISPATCH_NS * (1 + settings.SCATTER_CALLS * steps) + \
+            settings.STATEMENT_NS * self.statements + settings.ELEMENT_NS * elements
 
     @property
     def loop_ns(self) -> float:
@@ -159,8 +172,12 @@ class Estimate:
 
     @property
     def build_us(self) -> float:
-        """Microseconds to build the scalar kernel: its statements and element lines."""
+        """Microseconds to build the scalar kernel: its statements and element lines (as
+        LLVM IR, linear; through numba's front end for other dtypes, superlinear)."""
         elements = self.reads + self.writes
+        if self.ir:
+            return settings.BUILD_IR_STATEMENT_US * self.statements + \
+                settings.BUILD_IR_ELEMENT_US * elements
         return settings.BUILD_STATEMENT_US * self.statements + elements * (
             settings.BUILD_ELEMENT_US + settings.BUILD_ELEMENT_SQ_US * elements)
 
@@ -212,7 +229,8 @@ def _loop_shape(node: LNode) -> tuple:
 
 
 def _io(members: list, graph: FoldedGraph) -> tuple:
-    """(elements read from the region's inputs, elements written for its outputs)."""
+    """(elements read from the region's inputs, elements written for its outputs, the
+    getitem_grads outside it of its members: (count, elements))."""
     ids = {id(m) for m in members}
     read: dict = {}
     for m in members:
@@ -222,14 +240,28 @@ def _io(members: list, graph: FoldedGraph) -> tuple:
                 part = size_of(m.shape) if m.op in _PICKS else whole
                 read[id(i)] = min(whole, read.get(id(i), 0) + part)
     wanted = {id(o) for o in graph.outputs if o is not None}
+    scatters = {id(c): size_of(c.shape) for m in members for c in graph.consumers[id(m)]
+                if c.op is S.getitem_grad and id(c) not in ids and c.inputs[0] is m}
     writes = sum(size_of(m.shape) for m in members if id(m) in wanted or
                  any(id(c) not in ids for c in graph.consumers[id(m)]))
-    return sum(read.values()), writes
+    return sum(read.values()), writes, (len(scatters), sum(scatters.values()))
+
+
+_IR_DTYPES = frozenset({"float64", "bool"})
+"""The values a kernel written as LLVM IR holds (``source._IR_KINDS``); numba compiles
+the others."""
+
+
+def _ir(members: list) -> bool:
+    """Every value the region reads or makes is float64 or bool (``source._native``)."""
+    return all(m.dtype.name in _IR_DTYPES and all(
+        i.is_const or i.dtype.name in _IR_DTYPES for i in m.inputs) for m in members)
 
 
 def estimate(members: list, graph: FoldedGraph) -> Estimate:
     """Both forms of the region ``members`` (LNodes of ``graph``, in graph order)."""
     steps = sum(map(splits, members))
     kernels = len({_loop_shape(m) for m in members if not splits(m)})
-    reads, writes = _io(members, graph)
-    return Estimate(sum(map(statements, members)), reads, writes, kernels, steps)
+    reads, writes, scatters = _io(members, graph)
+    return Estimate(sum(map(statements, members)), reads, writes, kernels, steps,
+                    _ir(members), scatters)

@@ -31,6 +31,7 @@ from typing import Optional
 
 import numpy as np
 import sympy as sp
+from sympy.core.assumptions import StdFactKB
 
 from ...ops.contraction import records as C
 from ...ops.indexing import records as I
@@ -45,9 +46,55 @@ __all__ = ["ELEMENT_RULES", "ElementCode", "region_code"]
 
 
 def _symbol(name: str, dtype) -> sp.Symbol:
+    """``Symbol(name, real=True)`` (float), ``integer=True`` (int) or plain (bool), made
+    once per name (a region makes one per statement: sympy's constructor deduces the
+    assumptions anew each time, ~30 us, most of a large region's element work)."""
     kind = dtype_kind(dtype)
-    return sp.Symbol(name, real=True) if kind == "f" else \
-        sp.Symbol(name, integer=True) if kind == "i" else sp.Symbol(name)
+    found = _SYMBOLS.get((name, kind))
+    if found is None:
+        found = _SYMBOLS[(name, kind)] = _fresh(name, kind)
+    return found
+
+
+_SYMBOLS: dict = {}
+_ASSUMPTIONS = {"f": {"real": True}, "i": {"integer": True}, "b": {}}
+_PROTOTYPES: dict = {}
+
+
+def _made(name: str, kind: str) -> sp.Symbol:
+    return sp.Symbol(name, **_ASSUMPTIONS[kind])
+
+
+def _fresh(name: str, kind: str) -> sp.Symbol:
+    """A new symbol with the deduced assumptions of a prototype of its kind copied (what
+    ``Symbol.__xnew__`` stores; checked equal to sympy's own once per kind, else sympy's
+    constructor)."""
+    proto = _PROTOTYPES.get(kind)
+    if proto is None:
+        base = _made("_sg_proto", kind)
+        proto = _PROTOTYPES[kind] = (base, dict(base._assumptions))
+        try:
+            probe, want = _copy(proto, "_sg_probe"), _made("_sg_probe", kind)
+            same = probe == want and hash(probe) == hash(want) and \
+                probe._assumptions == want._assumptions and probe.is_real == want.is_real
+        except AttributeError:          # another sympy's internals
+            same = False
+        if not same:
+            proto = _PROTOTYPES[kind] = None
+    return _made(name, kind) if proto is None else _copy(proto, name)
+
+
+def _copy(proto: tuple, name: str) -> sp.Symbol:
+    base, facts = proto
+    kb = StdFactKB.__new__(StdFactKB)
+    dict.update(kb, facts)
+    kb.rules, kb._generator = base._assumptions.rules, base._assumptions._generator
+    obj = sp.Expr.__new__(sp.Symbol)
+    obj.name = name
+    obj._assumptions = kb
+    obj._assumptions_orig = base._assumptions_orig
+    obj._assumptions0 = base._assumptions0
+    return obj
 
 
 def _numpy_forward(node, args: list) -> np.ndarray:

@@ -75,7 +75,9 @@ def _pivot_rows(code, a: list, rhs: list, sign, k: int, dtype):
     big = code.bind(sp.Abs(a[k][k]), dtype)
     for i in range(k + 1, n):
         size = code.bind(sp.Abs(a[i][k]), dtype)
-        cond = sp.StrictGreaterThan(size, big)
+        # two distinct real symbols never compare when built (sympy's try costs ~1 ms)
+        cond = sp.StrictGreaterThan(size, big, evaluate=not (
+            size.is_Symbol and big.is_Symbol and size is not big and ZERO not in (size, big)))
         for rows in (a, rhs):
             lo = k if rows is a else 0
             for j in range(lo, len(rows[k])):

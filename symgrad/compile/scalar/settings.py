@@ -7,14 +7,24 @@ replaces, and the build time the program's scalar kernels add fits a budget that
 with the program.
 ``DISPATCH_NS``: one call of a loop kernel, a structural step or a scalar kernel from the
 driver. ``STATEMENT_NS``: one statement of straight-line code. ``ELEMENT_NS``: one element
-of one op in a fused loop (vector code). ``BUILD_STATEMENT_US``: building one statement
-(an LLVM IR body's); ``BUILD_ELEMENT_US`` + ``BUILD_ELEMENT_SQ_US`` per element of the
-kernel: one element a kernel reads or writes (numba's front end types each line, and the
-time per line grows with the function: measured 2.3 ms each at 200 elements, 8.5 ms at
-1,600, on a 2-core machine). ``BUILD_UNIT_US``: building one loop kernel or step (its share of the
-driver and module: measured ~60 ms per getitem step). ``BUILD_BASE_US`` +
+of one op in a fused loop (vector code). ``BUILD_IR_STATEMENT_US`` and
+``BUILD_IR_ELEMENT_US``: building one statement, and one element the kernel reads or
+writes, of a kernel written whole as LLVM IR (float64 and bool values, ``source.NATIVE``):
+the element rules, the IR text and LLVM, linear in the kernel (measured cold on a loaded
+2-core machine, with the graph work of the nodes that emit them: ~0.13 ms per statement of
+a chain of 1,600 to 25,600 statements, 0.3-0.6 ms per entry of ``x[i] * x[i + 1]`` stacked
+over 400 to 6,400 entries: one statement, one element read and one written). A kernel numba compiles (float32 or integer values):
+``BUILD_STATEMENT_US`` per statement (an LLVM IR body's) and ``BUILD_ELEMENT_US`` +
+``BUILD_ELEMENT_SQ_US`` per element of the kernel: one element a kernel reads or writes
+(numba's front end types each line, and the time per line grows with the function:
+measured 2.3 ms each at 200 elements, 8.5 ms at 1,600, on a 2-core machine).
+``BUILD_UNIT_US``: building one loop kernel or step (its share of the driver and module:
+measured ~60 ms per getitem step). ``BUILD_BASE_US`` +
 ``BUILD_PER_NODE_US`` per node of the folded graph: the build time all scalar kernels of a
 program may add together over the loops they replace.
+``SCATTER_CALLS``: the calls a getitem_grad costs as a numpy step after a scalar kernel
+(its step, zeros, the scatter: ~3 us per (40, 40) row of a mass-action Jacobian); in the
+loop form it is fused into the kernel that makes its input.
 ``MAX_TERMS``: the most terms one element's statement may sum (a reduction's inputs per
 output element, a matmul's k): a sum is one statement, and the printers recurse per term.
 ``MIN_STEPS``: a region is a candidate only when the kernel planner would split it with at
@@ -29,12 +39,15 @@ from typing import Optional
 DISPATCH_NS = 1000.0
 STATEMENT_NS = 1.0
 ELEMENT_NS = 0.25
+BUILD_IR_STATEMENT_US = 130.0
+BUILD_IR_ELEMENT_US = 250.0
 BUILD_STATEMENT_US = 200.0
 BUILD_ELEMENT_US = 1200.0
 BUILD_ELEMENT_SQ_US = 4.6
 BUILD_UNIT_US = 5e4
 BUILD_BASE_US = 2e6
 BUILD_PER_NODE_US = 1e4
+SCATTER_CALLS = 3.0
 MAX_TERMS = 64
 MIN_STEPS = 2
 SCALAR_ELEMENTS: Optional[int] = None
@@ -42,7 +55,8 @@ ENABLED = True
 
 NAMES = ("ENABLED", "SCALAR_ELEMENTS", "MIN_STEPS", "DISPATCH_NS", "STATEMENT_NS",
          "ELEMENT_NS", "BUILD_STATEMENT_US", "BUILD_ELEMENT_US", "BUILD_ELEMENT_SQ_US",
-         "BUILD_UNIT_US", "BUILD_BASE_US", "BUILD_PER_NODE_US", "MAX_TERMS")
+         "BUILD_IR_STATEMENT_US", "BUILD_IR_ELEMENT_US", "BUILD_UNIT_US", "BUILD_BASE_US",
+         "BUILD_PER_NODE_US", "SCATTER_CALLS", "MAX_TERMS")
 """Every setting the choice depends on (the warm key reads them, ``cache/warm.py``)."""
 
 

@@ -100,9 +100,12 @@ def _printed(template, printer: NumbaPrinter) -> list:
     return template.text
 
 
-def _steps(statements: list, kinds: dict, param: dict) -> list:
-    """``function_ir``'s steps of the statements (arguments named by ``param`` or their
-    own names)."""
+def _steps(statements: list, kinds: dict, shared: dict) -> list:
+    """``function_ir``'s steps of the statements (arguments by their names), made once per
+    region (``shared``: the body and the whole kernel share them; a symbol's kind is its
+    own)."""
+    if "steps" in shared:
+        return shared["steps"]
     steps = []
     joined: dict = {}
     for s in statements:
@@ -110,8 +113,9 @@ def _steps(statements: list, kinds: dict, param: dict) -> list:
         if text is None:
             text = joined[id(s.template)] = "".join(
                 f"Q{p}_" if k % 2 else p for k, p in enumerate(s.template.text))
-        steps.append((text, [param.get(a) or a.name for a in s.args], s.symbol.name,
-                      tuple(kinds[a] for a in s.args), kinds[s.symbol]))
+        steps.append((text, [a.name for a in s.args], s.symbol.name,
+                      tuple(map(kinds.__getitem__, s.args)), kinds[s.symbol]))
+    shared["steps"] = steps
     return steps
 
 
@@ -134,7 +138,7 @@ def _element(e, kinds: dict):
 
 
 def _native(name: str, region: ScalarRegion, statements: list, reads: list, used: set,
-            results: list, exprs: list) -> tuple:
+            results: list, exprs: list, shared: dict) -> tuple:
     """(lines binding ``name + '_k'`` to the whole kernel as IR and ``name + '_native'``
     calling it, None) or (None, why numba's function runs instead)."""
     from numba.core import config
@@ -161,7 +165,7 @@ def _native(name: str, region: ScalarRegion, statements: list, reads: list, used
         if any(e is None for e in elements):
             return None, "an output element the IR writer does not write"
         outputs.append((_IR_KINDS[node.dtype.name], tuple(node.shape), elements))
-    made = kernel_ir(inputs, _steps(statements, kinds, {}), outputs, dict(helpers_used(exprs)))
+    made = kernel_ir(inputs, _steps(statements, kinds, shared), outputs, dict(helpers_used(exprs)))
     if made is None:
         return None, "a statement outside the IR subset"
     if '"""' in made[0] or "\\" in made[0]:
@@ -187,7 +191,7 @@ def _native(name: str, region: ScalarRegion, statements: list, reads: list, used
 
 
 def _llvm_body(name: str, statements: list, reads: list, outputs: list, exprs: list,
-               float_dtype: str):
+               float_dtype: str, shared: dict):
     """(lines defining ``name`` as an LLVM IR body of the statements, from the ``reads``
     to the ``outputs``), or None where ``codegen/llvm`` cannot write it."""
     from numba.core import config
@@ -199,7 +203,9 @@ def _llvm_body(name: str, statements: list, reads: list, outputs: list, exprs: l
     if any(k not in _KINDS.values() for k in kinds.values()):
         return None
     param = {r: f"a{k}" for k, r in enumerate(reads)}   # the IR function's arguments
-    steps = _steps(statements, kinds, param)
+    named = {r.name: a for r, a in param.items()}
+    steps = [(t, [named.get(x, x) for x in names], *rest)
+             for t, names, *rest in _steps(statements, kinds, shared)]
     inputs = tuple(kinds[r] for r in reads)
     outs = tuple(kinds[o] for o in outputs)
     made = function_ir(inputs, steps, [param.get(o) or o.name for o in outputs],
@@ -213,6 +219,7 @@ def _llvm_body(name: str, statements: list, reads: list, outputs: list, exprs: l
 
 def lower_region(region: ScalarRegion) -> LoweredRegion:
     statements, reads, results = region_code(region.members, region.inputs, region.outputs)
+    shared: dict = {}     # the statements' IR steps, made once
     float_dtype = _float_dtype(region)
     printer = NumbaPrinter(float_dtype, "libm", True)
     used: set = set()
@@ -237,7 +244,7 @@ def lower_region(region: ScalarRegion) -> LoweredRegion:
     outputs = list(dict.fromkeys(e for a in results for e in a.flat if e in temps))
     ir_types = all(n.dtype.name in ("float64", "bool") for n in region.inputs + region.members)
     body = _llvm_body(name + "_body", statements, read_symbols, outputs, exprs,
-                      float_dtype) if ir_types else None   # float32 and integers: numba's
+                      float_dtype, shared) if ir_types else None   # float32 and integers: numba's
     head = []
     if body is not None:
         head = body
@@ -257,7 +264,7 @@ def lower_region(region: ScalarRegion) -> LoweredRegion:
         names.append(f"o{j}")
     lines.append(f"    return ({''.join(n + ', ' for n in names).rstrip(' ')})")
     into = _into(lines, name, len(names))
-    native, why = _native(name, region, statements, reads, used, results, exprs)
+    native, why = _native(name, region, statements, reads, used, results, exprs, shared)
     tail = ["", ""] + native if native else \
         ["", "", f'globals().setdefault("NUMBA_REASONS_", {{}})[{region.node.index}] = {why!r}']
     return LoweredRegion(region, "\n".join(head + ["", ""] * bool(head) + into + ["", ""] +

@@ -8,9 +8,10 @@ makes it): ``k(a0, a1, .., o0, o1, ..)`` reads the elements of the input arrays
 through their data pointers and strides, runs the statements (``body.statements_ir``,
 the same instructions as the IR bodies numba links) and stores each output element
 into the C-contiguous arrays the caller allocated. It returns ``None``, or
-``NotImplemented`` without touching an output when an argument is not what the kernel
-was written for (not an ``ndarray``, another dtype, rank or shape, a byte-swapped
-dtype): the caller then runs the numba function instead.
+``NotImplemented`` when an argument is not what the kernel was written for (not an
+``ndarray``, another dtype, rank or shape, a byte-swapped dtype: no output touched) or a
+linalg check failed (``body.RAISING_HELPERS``: outputs written, not to be read): the
+caller then runs the numba function instead (which raises the check's error).
 
 The array fields are read at numpy's ABI offsets (``PyArrayObject_fields``: data 16,
 nd 24, dimensions 32, strides 40, descr 56; ``PyArray_Descr``: byteorder 26, type_num
@@ -29,7 +30,7 @@ from typing import Optional
 
 import numpy as np
 
-from .body import helper_symbol, statements_ir
+from .body import RAISING_HELPERS, helper_symbol, statements_ir
 
 TYPE_NUMS = {"double": 12, "i1": 0}          # NPY_DOUBLE, NPY_BOOL
 ITEM_BYTES = {"double": 8, "i1": 1}
@@ -144,7 +145,9 @@ def kernel_ir(inputs: list, steps: list, outputs: list,
         return None
     body, value, declares, called = made
     n = len(inputs) + len(outputs)
+    raising = any(spec.startswith(RAISING_HELPERS) for spec, _ in called)
     lines = ["define ptr @SYMBOL_(ptr %self, ptr %args, i64 %nargs) #0 {", "entry:",
+             *(["  %fail = alloca i32", "  store i32 0, ptr %fail"] if raising else []),
              f"  %count = icmp eq i64 %nargs, {n}", "  br i1 %count, label %in0, label %bad"]
     args = []
     for k, (kind, shape, _) in enumerate(inputs):
@@ -159,7 +162,7 @@ def kernel_ir(inputs: list, steps: list, outputs: list,
         _check_block(lines, x, kind, shape, f"in{k + 1}" if k + 1 < len(inputs) else "run",
                      "bad")
     if not inputs:
-        lines[3] = "  br i1 %count, label %run, label %bad"
+        lines[3 + 2 * raising] = "  br i1 %count, label %run, label %bad"
     lines.append("run:")
     for k, (kind, shape, reads) in enumerate(inputs):
         _reads(lines, f"%x{k}", kind, shape, reads)
@@ -171,6 +174,9 @@ def kernel_ir(inputs: list, steps: list, outputs: list,
         if len(elements) != int(np.prod(shape, dtype=np.int64)) or \
                 not _writes(lines, j, o, kind, elements, value):
             return None
+    if raising:     # a linalg check failed: numba's function runs and raises its error
+        lines += ["  %fail.r = load i32, ptr %fail", "  %failed = icmp ne i32 %fail.r, 0",
+                  "  br i1 %failed, label %bad, label %done", "done:"]
     lines += ["  call void @Py_IncRef(ptr @_Py_NoneStruct)", "  ret ptr @_Py_NoneStruct",
               "bad:", "  call void @Py_IncRef(ptr @_Py_NotImplementedStruct)",
               "  ret ptr @_Py_NotImplementedStruct", "}"]
