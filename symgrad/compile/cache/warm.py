@@ -172,9 +172,9 @@ def store(key: str, inputs: list, outputs: list, plan, module_key: str) -> None:
         return
 
 
-def load(key: str, inputs: list, outputs: list) -> Optional[tuple]:
-    """(module key, the light plan ``bind_runtime`` reads) of ``key``'s record, or None."""
-    name = _record_name(key)
+def _read_sealed(name: str) -> Optional[bytes]:
+    """The verified payload of cache file ``name``, or None (missing or unreadable; a file
+    that does not verify warns once)."""
     path = cache.cache_dir() / name
     try:
         data = read_regular(path, MAX_RECORD_BYTES + 1)
@@ -186,6 +186,14 @@ def load(key: str, inputs: list, outputs: list) -> Optional[tuple]:
     if payload is None:
         warn_once(path, "is not a record this user's symgrad wrote (truncated, corrupted or "
                   "foreign); compiling", "nothing to do: it is replaced")
+    return payload
+
+
+def load(key: str, inputs: list, outputs: list) -> Optional[tuple]:
+    """(module key, the light plan ``bind_runtime`` reads) of ``key``'s record, or None."""
+    name = _record_name(key)
+    payload = _read_sealed(name)
+    if payload is None:
         return None
     try:
         return _light_plan(payload, key, inputs, outputs)
@@ -270,17 +278,8 @@ def recall(tag: str, parts: str) -> Optional[dict]:
     True
     """
     name = _note_name(tag, parts)
-    path = cache.cache_dir() / name
-    try:
-        data = read_regular(path, MAX_RECORD_BYTES + 1)
-    except OSError:
-        return None
-    if data is None:
-        return None
-    payload = None if len(data) > MAX_RECORD_BYTES else unseal_bytes(name, data)
+    payload = _read_sealed(name)
     if payload is None:
-        warn_once(path, "is not a record this user's symgrad wrote (truncated, corrupted or "
-                  "foreign); compiling", "nothing to do: it is replaced")
         return None
     try:
         head = json.loads(payload.decode())
