@@ -59,6 +59,8 @@ def flatten(value: Any) -> tuple:
     [1, 2, 3, 4, 5]
     >>> pack([x * 10 for x in leaves])
     (10, [20, 30], {'a': 40, 'b': 50})
+
+    A namedtuple (``sg.math.top_k``'s ``TopK``) is rebuilt as itself, field by field.
     """
     if isinstance(value, (tuple, list)):
         parts = [flatten(v) for v in value]
@@ -76,7 +78,9 @@ def flatten(value: Any) -> tuple:
         for (_, sub), size in zip(parts, sizes):
             out.append(sub(items[start:start + size]))
             start += size
-        return dict(zip(keys, out)) if isinstance(value, dict) else kind(out)
+        if isinstance(value, dict):
+            return dict(zip(keys, out))
+        return kind(*out) if hasattr(value, "_fields") else kind(out)
     return leaves, pack
 
 
