@@ -332,3 +332,33 @@ def test_custom_root_error_tangent_solve_is_named():
     root = sg.custom_root(lambda y: x - y, 0.0, lambda f, x0: x0, lambda g, y: (y, y))
     with pytest.raises(TypeError, match=r"tangent_solve"):
         sg.gradients(root, [x])
+
+
+# --- found while porting: a capture computed from another capture ------------------------------
+@pytest.mark.parametrize("use_custom_root", [False, True])
+def test_root_gradient_when_captures_depend_on_each_other(use_custom_root):
+    """f closes over w = a / (1 + a^2): the trace captures both ``a`` and ``a * a``; the
+    implicit gradient must hold every capture (partial derivatives) or the outer sweep
+    counts the a -> a*a path twice (it gave 0.049 for 0.097 before the fix)."""
+    a = sg.placeholder("a")
+    w = a / (1.0 + a * a)
+
+    def f(x):
+        return x - sg.tanh(w * x + 1.0)
+    x = (sg.custom_root(f, 0.0, newton_raphson, scalar_solve) if use_custom_root
+         else sg.root(f, 0.0, tol=1e-12))
+
+    def fixed_point(value):
+        w0, x0 = value / (1 + value * value), 0.0
+        for _ in range(3000):
+            x0 = np.tanh(w0 * x0 + 1.0)
+        return x0
+    (g,) = sg.gradients(x, [a])
+    (g2,) = sg.gradients(g, [a])
+    eps = 1e-5
+    fd = (fixed_point(0.7 + eps) - fixed_point(0.7 - eps)) / (2 * eps)
+    fd2 = (fixed_point(0.7 + eps) - 2 * fixed_point(0.7) + fixed_point(0.7 - eps)) / eps ** 2
+    got, got2 = sg.evaluate([g, g2], {a: 0.7})
+    np.testing.assert_allclose(got, fd, rtol=1e-8)
+    np.testing.assert_allclose(got2, fd2, rtol=1e-4)
+    np.testing.assert_allclose(sg.function([a], [g])(0.7)[0], fd, rtol=1e-8)

@@ -95,7 +95,11 @@ def _implicit(f: Callable, guess: Tensor, x: Tensor, adjoint: Callable, api: str
             x_star = held["root"]
             r = _residual(f, x_star, api)
             lam = adjoint(x_star, r, upstream)
-            return gradients(r, list(theta), grad_ys=-lam, stop_gradients=[x_star])
+            # every capture held: one may be computed from another (the trace can capture
+            # both a and a * a), and the outer sweep chains them; a total derivative
+            # here would count that path twice
+            return gradients(r, list(theta), grad_ys=-lam,
+                             stop_gradients=[x_star, *theta])
         return x, grad
 
     held["root"] = implicit_root(*captures)
