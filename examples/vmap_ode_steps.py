@@ -92,7 +92,8 @@ def run(n: int, repeats: int, seed: int = 0) -> dict:
         moved = [params.copy(), params.copy()]
         moved[0][k, j] += eps
         moved[1][k, j] -= eps
-        d_next = (f(states, moved[0], target)[0][k] - f(states, moved[1], target)[0][k]) / (2 * eps)
+        up, down = f(states, moved[0], target)[0][k], f(states, moved[1], target)[0][k]
+        d_next = (up - down) / (2 * eps)
         fd.append(np.sum(residual * d_next) / n)
     out["fd_error"] = np.max(np.abs(np.array(fd) - out["map"][2][k])) / np.max(np.abs(fd))
     return out

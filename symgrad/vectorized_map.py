@@ -206,10 +206,32 @@ def map_fn(fn: Callable, elems: Any, dtype: Any = None, fn_output_signature: Any
         raise ValueError("sg.map_fn: pass fn_output_signature or dtype, not both")
     signature = fn_output_signature if fn_output_signature is not None else dtype
     leaves, pack = _map(fn, elems, "sg.map_fn", warn=False, strict=False, name=name)
+    if isinstance(signature, (tuple, list, dict)):
+        want, got = _structure(signature), _structure(pack(leaves))
+        if want != got:
+            raise TypeError(f"sg.map_fn: fn_output_signature has the structure {want} but fn "
+                            f"returns {got}; give the dtypes in fn's nesting (tuple vs list "
+                            "matters, as in TF)")
     if signature is not None:
         leaves = [F.cast(t, d) if t.dtype != d else t
                   for t, d in zip(leaves, _dtypes(signature, len(leaves)))]
     return pack(leaves)
+
+
+def _structure(value: Any) -> str:
+    """The nesting of ``value`` with its leaves as ``*``: ``(*, [*, *])``.
+
+    >>> _structure((1, [2, 3], {"b": 5}))
+    "(*, [*, *], {'b': *})"
+    """
+    if isinstance(value, tuple):
+        inner = ", ".join(_structure(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, list):
+        return "[" + ", ".join(_structure(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_structure(value[k])}" for k in sorted(value)) + "}"
+    return "*"
 
 
 def _dtypes(signature: Any, n: int) -> list:
