@@ -12,8 +12,8 @@ tolerances) are kept where JAX gives them.
 Differences from JAX, by design:
   * ``jtu.check_grads(f, args, order=2)`` becomes ``_check_grads``: reverse-mode first
     and second derivatives of ``sum(w * f)`` (w random) against central differences of
-    the same graph along random directions, on ``sg.evaluate`` and one compiled
-    ``sg.function`` (cpu). Forward mode (``jax.jvp``) is ``sg.jvp``.
+    the same graph along random directions, and forward mode (``jax.jvp``) by ``sg.jvp``,
+    on ``sg.evaluate`` and one compiled ``sg.function`` (cpu).
   * symgrad's ``tangent_solve(g, y)`` receives the TRANSPOSED linear map ``v -> J^T v``
     (symgrad differentiates in reverse mode; docs/solvers.md). JAX's tangent solves
     ``jnp.linalg.solve(jax.jacobian(g)(y), y)`` solve ``g(z) = y`` for any linear g, so
@@ -111,8 +111,9 @@ def tangent_solve_reshaped(g, y):
 
 # --- jtu.check_grads(order=2) ----------------------------------------------------------------
 def _check_grads(build, args, rtol, atol=None, seed=0, eps=1e-5, compiled=True):
-    """First and second reverse derivatives of ``sum(w * build(*xs))`` against central
-    differences along random directions; sg.function (cpu) against sg.evaluate."""
+    """First and second reverse derivatives of ``sum(w * build(*xs))`` and the forward
+    derivative (sg.jvp) of ``build(*xs)`` against central differences along random
+    directions; sg.function (cpu) against sg.evaluate."""
     rng = np.random.default_rng(seed)
     atol = rtol if atol is None else atol
     args = [np.asarray(a, dtype=float) for a in args]
@@ -132,6 +133,13 @@ def _check_grads(build, args, rtol, atol=None, seed=0, eps=1e-5, compiled=True):
         for g, v in zip(got, values):
             np.testing.assert_allclose(g, v, rtol=1e-9, atol=1e-12)
     first, second = values[2:2 + len(xs)], values[2 + len(xs):]
+    # forward mode (jax.jvp in check_grads): sg.jvp against central differences of out
+    tangents = [rng.normal(size=a.shape) for a in args]
+    (jvp,) = sg.jvp([out], xs, tangents)
+    plus = {x: a + eps * t for x, a, t in zip(xs, args, tangents)}
+    minus = {x: a - eps * t for x, a, t in zip(xs, args, tangents)}
+    numerical = (sg.evaluate(out, plus) - sg.evaluate(out, minus)) / (2 * eps)
+    np.testing.assert_allclose(sg.evaluate(jvp, feeds), numerical, rtol=rtol, atol=atol)
     for scalar, gradient in ((loss, first), (loss2, second)):
         for _ in range(2):
             direction = [rng.normal(size=a.shape) for a in args]
