@@ -13,6 +13,10 @@ Provenance (github:tensorflow/tensorflow):
     test_disable_tf_function, test_op_conversion_fallback_to_while_loop (top_k);
     the gradient-in-loop_fn test (``gradients(gather(out, i, axis=1), x)`` of a while
     loop's output, a Jacobian row per iteration).
+  * tensorflow/python/ops/parallel_for/gradients_test.py, ``GradientsTest``:
+    test_jacobian_fixed_shape, test_batch_jacobian_fixed_shape, test_fc_batch_jacobian,
+    test_fc_per_eg_grad (TF's pfor jacobians, here sg.jacobian / sg.gradients inside
+    sg.vectorized_map, against a loop over the examples).
   * tensorflow/python/ops/parallel_for/array_test.py: vectorized_map of
     ``gather(x, t, axis=-1)`` over ``range(2)`` under a GradientTape (gradient [[1, 1]]).
   * tensorflow/python/ops/parallel_for/xla_control_flow_ops_test.py: a vectorized_map
@@ -260,6 +264,73 @@ def test_gradient_inside_the_mapped_function():
     # d sum_r (x y^4)[r, i] / d x[r, k] = y^4[k, i]
     want = np.stack([np.tile(y4[:, i], (2, 1)).reshape(-1) for i in range(3)])
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+# --- parallel_for/gradients_test.py -------------------------------------------------------------
+def test_jacobian_fixed_shape():
+    """y = x^T x; row i of the Jacobian is the gradient of y.flat[i], mapped over i."""
+    x0 = np.random.default_rng(6).uniform(size=(2, 2))
+    x = sg.placeholder("x", (2, 2))
+    y = sg.reshape(sg.matmul(sg.transpose(x), x), [-1])
+
+    def row(i):
+        return sg.gradients(sg.gather(y, i), [x])[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mapped = sg.reshape(sg.vectorized_map(row, sg.constant(np.arange(4))), (2, 2, 2, 2))
+    answer = sg.stack([sg.gradients(y[k], [x])[0] for k in range(4)])
+    got, want, full = sg.evaluate([mapped, answer, sg.jacobian(sg.reshape(y, (2, 2)), x)],
+                                  {x: x0})
+    np.testing.assert_allclose(got.reshape(4, 2, 2), want, rtol=1e-12)
+    np.testing.assert_allclose(full, got, rtol=1e-12)
+
+
+def test_batch_jacobian_fixed_shape():
+    """y = x * x per example (3, 5): each example's Jacobian is diag(2 x)."""
+    x0 = np.random.default_rng(7).uniform(size=(2, 3, 5))
+    x = sg.placeholder("x", (2, 3, 5))
+    batch_jacobian = sg.vectorized_map(lambda e: sg.jacobian(e * e, e), x)
+    assert batch_jacobian.shape == (2, 3, 5, 3, 5)
+    answer = np.stack([np.diag(2 * x0[b].reshape(-1)).reshape(3, 5, 3, 5) for b in range(2)])
+    np.testing.assert_allclose(sg.evaluate(batch_jacobian, {x: x0}), answer, rtol=1e-14)
+    np.testing.assert_allclose(sg.function([x], batch_jacobian)(x0), answer, rtol=1e-14)
+
+
+def _fc(inputs, weights):
+    """A small fully connected net (TF's create_fc_* : tanh layers)."""
+    out = inputs
+    for w in weights:
+        out = sg.tanh(sg.matmul(out, w))
+    return out
+
+
+def test_fc_batch_jacobian_and_per_example_gradients():
+    """create_fc_batch_jacobian(8, 4, 2) and create_fc_per_eg_grad(8, 4, 2): mapped
+    Jacobians and per-example gradients equal a Python loop over the examples."""
+    rng = np.random.default_rng(8)
+    batch, size, layers = 8, 4, 2
+    x0 = rng.normal(size=(batch, size))
+    w0 = [rng.normal(size=(size, size)) / 2 for _ in range(layers)]
+    x = sg.placeholder("x", (batch, size))
+    ws = [sg.placeholder(f"w{k}", (size, size)) for k in range(layers)]
+    feeds = {x: x0, **dict(zip(ws, w0))}
+
+    def per_example(e):
+        out = _fc(sg.expand_dims(e, 0), ws)[0]
+        loss = sg.reduce_sum(out * out)
+        return sg.jacobian(out, e), tuple(sg.gradients(loss, ws))
+    jac, grads = sg.vectorized_map(per_example, x)
+    looped = [per_example(x[b]) for b in range(batch)]
+    got = sg.evaluate([jac, *grads], feeds)
+    want_jac = sg.evaluate([j for j, _ in looped], feeds)
+    want_grads = sg.evaluate([g for _, gs in looped for g in gs], feeds)
+    np.testing.assert_allclose(got[0], np.stack(want_jac), rtol=1e-12, atol=1e-14)
+    for k in range(layers):
+        np.testing.assert_allclose(got[1 + k], np.stack(want_grads[k::layers]), rtol=1e-12,
+                                   atol=1e-14)
+    compiled = sg.function([x, *ws], [jac, *grads])(x0, *w0)
+    for c, g in zip(compiled, got):
+        np.testing.assert_allclose(c, g, rtol=1e-12, atol=1e-14)
 
 
 # --- parallel_for/array_test.py ----------------------------------------------------------------
