@@ -106,6 +106,7 @@ def plot(out: dict, plt):
     lo, hi = out["y"].min(), out["y"].max()
     b.plot([lo, hi], [lo, hi], "k:", lw=1)
     b.set(xlabel="target", ylabel="v . z*(x)", title="fitted vs target")
+    fig.tight_layout()
     return fig
 
 
