@@ -21,7 +21,7 @@ import numpy as np
 from ...graph.tensor import Tensor
 from ...control.body import Body, stand_in
 from ...control.records import run_scan, run_while
-from . import fused
+from . import fused, fused_while
 from .state import deferring, is_dry_run
 
 __all__ = ["compiled_body", "finish", "loop_place", "scan_step", "while_step"]
@@ -83,9 +83,11 @@ def _dry_value(tensor: Tensor) -> np.ndarray:
 
 
 def loop_place(node, target: str) -> str:
-    """How a scan step runs, for ``f.explain()`` ("" for any other step): one fused njit
-    loop, or the Python loop over the compiled body and why."""
+    """How a scan or while step runs, for ``f.explain()`` ("" for any other step): one
+    fused njit loop, or the Python loop over the compiled body and why."""
     tensor = getattr(node, "tensor", None)
+    if tensor is not None and tensor.op.compiled_step == "symgrad.compile.loops.cpu:while_step":
+        return _while_place(tensor, target)
     if tensor is None or tensor.op.compiled_step != "symgrad.compile.loops.cpu:scan_step":
         return ""
     a = tensor.attrs
@@ -99,6 +101,18 @@ def loop_place(node, target: str) -> str:
         return "Python loop over the compiled body"
     if held[1].loop is not None:
         return "one njit loop over the body's scalar kernel"
+    return f"Python loop over the compiled body: {held[1].reason}"
+
+
+def _while_place(tensor: Tensor, target: str) -> str:
+    if not fused.ENABLED:
+        return "Python loop over the compiled body (fused loops off)"
+    run = (tensor.attrs["body"].compiled or {}).get(target)
+    held = getattr(getattr(run, "function_", None), "fused_while_", None)
+    if held is None:
+        return "Python loop over the compiled body"
+    if held[1].loop is not None:
+        return "one njit loop over the cond's and body's drivers"
     return f"Python loop over the compiled body: {held[1].reason}"
 
 
@@ -149,15 +163,40 @@ def scan_step(tensor: Tensor, target: str, function: Callable) -> Callable:
 def while_step(tensor: Tensor, target: str, function: Callable) -> Callable:
     a = tensor.attrs
     body, cond = a["body"], a["cond"]
+    n_vars, n_caps, cond_pos = a["n_vars"], a["n_body_caps"], a["cond_pos"]
+
+    def fused_loop():
+        """The fused while loop, or None (the Python loop runs: the drivers compiled)."""
+        run = compiled_body(body, target, function, defer=fused.ENABLED)
+        run_cond = compiled_body(cond, target, function, defer=fused.ENABLED)
+        if fused.ENABLED:
+            loop = fused_while.fused_while(body, cond, run, run_cond, n_vars, n_caps,
+                                           cond_pos)
+            if is_dry_run():
+                fused_while.compile_now(loop, n_vars, n_caps, cond_pos)
+            if loop.loop is not None:
+                return loop
+        finish(run)
+        finish(run_cond)
+        return None
 
     def step(*args):
-        run = compiled_body(body, target, function)
-        run_cond = compiled_body(cond, target, function)
         if is_dry_run():
+            fused_loop()
             return _dry_value(tensor)
-        key = ("while", a["n_vars"], a["maximum_iterations"])
-        results = body.memo(args, key, lambda: run_while(
-            cond, body, args, a["n_vars"], a["n_body_caps"], a["cond_pos"],
-            a["maximum_iterations"], run=run, run_cond=run_cond))
+        key = ("while", n_vars, a["maximum_iterations"])
+
+        def compute():
+            loop = fused_loop()
+            if loop is not None:
+                done = fused_while.run_fused_while(loop, args, n_vars, n_caps, cond_pos,
+                                                   a["maximum_iterations"])
+                if done is not None:
+                    return done
+            return run_while(cond, body, args, n_vars, n_caps, cond_pos,
+                             a["maximum_iterations"],
+                             run=compiled_body(body, target, function),
+                             run_cond=compiled_body(cond, target, function))
+        results = body.memo(args, key, compute)
         return np.array(results[a["index"]], copy=True)
     return step
