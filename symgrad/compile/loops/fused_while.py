@@ -163,7 +163,7 @@ def _take(values, spec) -> Optional[list]:
         a = np.asarray(a)
         if a.shape != shape:
             return None
-        out.append(np.require(a, dtype, "C"))   # (ascontiguousarray makes 0-d 1-d)
+        out.append(np.require(a, dtype, ("C", "W")))   # one numba type: writeable, C
     return out
 
 

@@ -13,7 +13,7 @@ and a while loop can call the whole body from one njit loop (``fused_while.py``)
 - ``v<n> = <a view or copy of values>`` (``o2_1.reshape(())``, ``v8[0]``);
 - ``v<n> = S<n>(a, b)``: a structural step, taken only where it is ``sg.linalg.solve``
   of one matrix (read from the op record, not its name): ``lapack.solve_`` (LAPACK's
-  dgesv, as numpy's solve);
+  dgesv, as numpy's solve), or ``sg.gather`` along axis 0 at constant indices in range;
 - ``return [...]``.
 
 Names of the body's module (kernels, constants ``C<n>``) are prefixed (``prefix``) and
@@ -52,6 +52,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Optional
 
+import numpy as np
+
 __all__ = ["driver_function"]
 
 _NAME = re.compile(r"\b(_k\d+_cpu|_s\d+_native|_s\d+|C\d+|S\d+)\b")
@@ -88,6 +90,37 @@ def _body_lines(source: str) -> Optional[list]:
     return out if seen_args else None
 
 
+def _step_form(node, args: list) -> Optional[str]:
+    """The njit form of a structural step (None: numba cannot run it as numpy does):
+    ``sg.linalg.solve`` of one matrix; ``sg.gather`` along axis 0 at constant indices in
+    range (checked here, as the numpy step checks them every call)."""
+    from ...ops.indexing.records import gather
+    from ...ops.linalg.records import solve_op
+    if node is None:
+        return None
+    if node.op is solve_op and len(node.shape) == 2:
+        return f"lapack_solve_({args[0]}, {args[1]}, {bool(node.attrs['adjoint'])})"
+    if node.op is gather and node.attrs["axis"] == 0 and node.inputs[1].is_const:
+        indices, n = node.inputs[1].value, node.inputs[0].shape[0]
+        if np.ndim(indices) == 1 and np.asarray(indices).dtype.kind in "iu" and \
+                isinstance(n, int) and ((0 <= indices) & (indices < n)).all():
+            return f"{args[0]}[{args[1]}]"
+    return None
+
+
+MAX_SCALAR_LINES = 64
+"""The most element reads and writes a scalar kernel called from a fused loop may have:
+the loop calls its njit form (``_s<i>``), whose numba compile grows with them (~1 ms a
+line and more: seconds for a 20 x 20 Jacobian), where the driver calls the kernel compiled
+whole as LLVM IR (no numba front end)."""
+
+
+def _scalar_lines(source: str, function: str) -> int:
+    """Element reads and writes of ``def <function>(`` in a module's source."""
+    lines = source.split(f"\ndef {function}(", 1)[-1].split("\n\n", 1)[0].splitlines()
+    return sum(1 for x in lines if re.match(r"^    (r\d+_\d+ = a|o\d+\[)", x))
+
+
 def driver_function(source: str, name: str, prefix: str, step_node: Callable) -> tuple:
     """(text of ``def <name>(v0, ...)``, names bound from the body's module, "") or
     (None, [], reason). ``step_node(n)`` is the plan node ``v<n>`` (a structural step's),
@@ -98,7 +131,6 @@ def driver_function(source: str, name: str, prefix: str, step_node: Callable) ->
     head = next((x for x in source.splitlines() if x.strip().endswith("= args")), "")
     params = head.strip()[:-len("= args")].strip().rstrip(",")
     body, names = [], []
-    from ...ops.linalg.records import solve_op
     for s in lines:
         code = s.split("  #")[0].rstrip()
         if not code or code.startswith("#"):
@@ -115,12 +147,21 @@ def driver_function(source: str, name: str, prefix: str, step_node: Callable) ->
         step = _STEP.match(code)
         if step:
             node = step_node(int(step.group(2)))
-            if node is None or node.op is not solve_op or len(node.shape) != 2:
+            args = code.split("(", 1)[1].rstrip(")").split(", ")
+            form = _step_form(node, args)
+            if form is None:
                 what = getattr(getattr(node, "op", None), "name", "unknown")
                 return None, [], f"the body has a {what} step (numpy), not a kernel"
-            args = code.split("(", 1)[1].rstrip(")").split(", ")
-            code = (f"v{step.group(1)} = lapack_solve_({args[0]}, {args[1]}, "
-                    f"{bool(node.attrs['adjoint'])})")
+            code = f"v{step.group(1)} = {form}"
+        elif _SCALAR.match(code) and \
+                _scalar_lines(source, _SCALAR.match(code).group(1)) > MAX_SCALAR_LINES:
+            function = _SCALAR.match(code).group(1)
+            return None, [], (f"scalar kernel {function} reads and writes "
+                              f"{_scalar_lines(source, function)} elements (numba would "
+                              f"compile its njit form; at most MAX_SCALAR_LINES="
+                              f"{MAX_SCALAR_LINES})")
+        elif "np.matmul(" in code:
+            return None, [], f"the body has a matmul step (numba has no np.matmul): {code}"
         elif _FORBIDDEN.search(code) and not _SCALAR.match(code):
             return None, [], f"the body's driver calls what numba cannot: {code}"
         elif not (_SHAPE.match(code) or _ALLOC.match(code) or _KERNEL.match(code) or
