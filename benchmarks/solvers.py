@@ -8,7 +8,7 @@ Every (case, program) runs in a fresh subprocess with empty symgrad and numba ca
 child measures CPU seconds (``time.process_time``) of the build (graph + gradients +
 ``sg.function`` / ``casadi.Function`` + first call: the cold build), then the per-call time
 (best of repeated calls on slightly different arguments: a loop's result for the same
-arguments is reused), and the peak memory of one call (``tracemalloc``: numpy's buffers).
+arguments is reused; BLAS on one thread, as CasADi's), and the peak memory of one call (``tracemalloc``: numpy's buffers).
 
 Cases (``CASES``: each names its programs, its reference program and its targets; the
 odeint rows are to be added there):
@@ -229,6 +229,7 @@ def child(case: str, program: str, n: int, iterations: Optional[int]) -> dict:
 def run_child(case: str, program: str, n: int, iterations, timeout: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="sgsolv_") as cache:
         env = dict(os.environ, SYMGRAD_CACHE_DIR=os.path.join(cache, "sg"),
+                   OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                    NUMBA_CACHE_DIR=os.path.join(cache, "nb"),
                    PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
         code = ("import json, sys; from benchmarks import solvers as s; "
