@@ -8,7 +8,8 @@ Every (case, program) runs in a fresh subprocess with empty symgrad and numba ca
 child measures CPU seconds (``time.process_time``) of the build (graph + gradients +
 ``sg.function`` / ``casadi.Function`` + first call: the cold build), then the per-call time
 (best of repeated calls on slightly different arguments: a loop's result for the same
-arguments is reused; BLAS on one thread, as CasADi's), and the peak memory of one call (``tracemalloc``: numpy's buffers).
+arguments is reused; BLAS on one thread, as CasADi's), and the peak memory of one call
+(``tracemalloc``: numpy's buffers).
 
 Cases (``CASES``: each names its programs, its reference program and its targets; the
 odeint rows are to be added there):

@@ -6,10 +6,11 @@ The body graph is cloned with its captures as placeholders and compiled with
 ``sg.function`` (same target, passed down by the entry) the first time the loop runs, so
 compile time does not depend on the trip count. A scan whose body compiled to one scalar
 kernel runs as one njit loop (``fused.py``); otherwise every step calls that compiled
-function from a Python loop (``records.run_scan`` / ``run_while``). A scan body that may
-be fused is compiled with its numba compile deferred (``state.deferring``): the fused loop
-compiles only the kernel it calls, and the body's own driver compiles (``finish``) only
-when the Python loop is what runs.
+function from a Python loop (``records.run_scan`` / ``run_while``). A while loop whose
+cond and body drivers numba can run (``njit_driver.py``) runs as one njit loop
+(``fused_while.py``). A body that may be fused is compiled with its numba compile
+deferred (``state.deferring``): the fused loop compiles only what it calls, and the body's
+own driver compiles (``finish``) only when the Python loop is what runs.
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ def loop_place(node, target: str) -> str:
     """How a scan or while step runs, for ``f.explain()`` ("" for any other step): one
     fused njit loop, or the Python loop over the compiled body and why."""
     tensor = getattr(node, "tensor", None)
-    if tensor is not None and tensor.op.compiled_step == "symgrad.compile.loops.cpu:while_step":
+    step = getattr(getattr(tensor, "op", None), "compiled_step", None)
+    if step == "symgrad.compile.loops.cpu:while_step":
         return _while_place(tensor, target)
     if tensor is None or tensor.op.compiled_step != "symgrad.compile.loops.cpu:scan_step":
         return ""
