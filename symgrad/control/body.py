@@ -83,9 +83,14 @@ def _free_nodes(outputs: list, inputs: list, since: int, outside: set, known: se
 
 
 def _same(kept: np.ndarray, value) -> bool:
+    """Equal values (NaN equal to NaN): the bytes first (a loop's output steps read the
+    same arguments: ~0.2 us, where array_equal costs ~15 us), array_equal where they
+    differ (0.0 and -0.0)."""
     value = np.asarray(value)
-    return (kept.shape == value.shape and kept.dtype == value.dtype
-            and np.array_equal(kept, value, equal_nan=kept.dtype.kind in "fc"))
+    if kept.shape != value.shape or kept.dtype != value.dtype:
+        return False
+    return kept.tobytes() == value.tobytes() or \
+        np.array_equal(kept, value, equal_nan=kept.dtype.kind in "fc")
 
 
 class Body:

@@ -6,10 +6,11 @@ The body graph is cloned with its captures as placeholders and compiled with
 ``sg.function`` (same target, passed down by the entry) the first time the loop runs, so
 compile time does not depend on the trip count. A scan whose body compiled to one scalar
 kernel runs as one njit loop (``fused.py``); otherwise every step calls that compiled
-function from a Python loop (``records.run_scan`` / ``run_while``). A scan body that may
-be fused is compiled with its numba compile deferred (``state.deferring``): the fused loop
-compiles only the kernel it calls, and the body's own driver compiles (``finish``) only
-when the Python loop is what runs.
+function from a Python loop (``records.run_scan`` / ``run_while``). A while loop whose
+cond and body drivers numba can run (``njit_driver.py``) runs as one njit loop
+(``fused_while.py``). A body that may be fused is compiled with its numba compile
+deferred (``state.deferring``): the fused loop compiles only what it calls, and the body's
+own driver compiles (``finish``) only when the Python loop is what runs.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 from ...graph.tensor import Tensor
 from ...control.body import Body, stand_in
 from ...control.records import run_scan, run_while
-from . import fused
+from . import fused, fused_while
 from .state import deferring, is_dry_run
 
 __all__ = ["compiled_body", "finish", "loop_place", "scan_step", "while_step"]
@@ -83,9 +84,12 @@ def _dry_value(tensor: Tensor) -> np.ndarray:
 
 
 def loop_place(node, target: str) -> str:
-    """How a scan step runs, for ``f.explain()`` ("" for any other step): one fused njit
-    loop, or the Python loop over the compiled body and why."""
+    """How a scan or while step runs, for ``f.explain()`` ("" for any other step): one
+    fused njit loop, or the Python loop over the compiled body and why."""
     tensor = getattr(node, "tensor", None)
+    step = getattr(getattr(tensor, "op", None), "compiled_step", None)
+    if step == "symgrad.compile.loops.cpu:while_step":
+        return _while_place(tensor, target)
     if tensor is None or tensor.op.compiled_step != "symgrad.compile.loops.cpu:scan_step":
         return ""
     a = tensor.attrs
@@ -99,6 +103,18 @@ def loop_place(node, target: str) -> str:
         return "Python loop over the compiled body"
     if held[1].loop is not None:
         return "one njit loop over the body's scalar kernel"
+    return f"Python loop over the compiled body: {held[1].reason}"
+
+
+def _while_place(tensor: Tensor, target: str) -> str:
+    if not fused.ENABLED:
+        return "Python loop over the compiled body (fused loops off)"
+    run = (tensor.attrs["body"].compiled or {}).get(target)
+    held = getattr(getattr(run, "function_", None), "fused_while_", None)
+    if held is None:
+        return "Python loop over the compiled body"
+    if held[1].loop is not None:
+        return "one njit loop over the cond's and body's drivers"
     return f"Python loop over the compiled body: {held[1].reason}"
 
 
@@ -149,15 +165,40 @@ def scan_step(tensor: Tensor, target: str, function: Callable) -> Callable:
 def while_step(tensor: Tensor, target: str, function: Callable) -> Callable:
     a = tensor.attrs
     body, cond = a["body"], a["cond"]
+    n_vars, n_caps, cond_pos = a["n_vars"], a["n_body_caps"], a["cond_pos"]
+
+    def fused_loop():
+        """The fused while loop, or None (the Python loop runs: the drivers compiled)."""
+        run = compiled_body(body, target, function, defer=fused.ENABLED)
+        run_cond = compiled_body(cond, target, function, defer=fused.ENABLED)
+        if fused.ENABLED:
+            loop = fused_while.fused_while(body, cond, run, run_cond, n_vars, n_caps,
+                                           cond_pos)
+            if is_dry_run():
+                fused_while.compile_now(loop, n_vars, n_caps, cond_pos)
+            if loop.loop is not None:
+                return loop
+        finish(run)
+        finish(run_cond)
+        return None
 
     def step(*args):
-        run = compiled_body(body, target, function)
-        run_cond = compiled_body(cond, target, function)
         if is_dry_run():
+            fused_loop()
             return _dry_value(tensor)
-        key = ("while", a["n_vars"], a["maximum_iterations"])
-        results = body.memo(args, key, lambda: run_while(
-            cond, body, args, a["n_vars"], a["n_body_caps"], a["cond_pos"],
-            a["maximum_iterations"], run=run, run_cond=run_cond))
+        key = ("while", n_vars, a["maximum_iterations"])
+
+        def compute():
+            loop = fused_loop()
+            if loop is not None:
+                done = fused_while.run_fused_while(loop, args, n_vars, n_caps, cond_pos,
+                                                   a["maximum_iterations"])
+                if done is not None:
+                    return done
+            return run_while(cond, body, args, n_vars, n_caps, cond_pos,
+                             a["maximum_iterations"],
+                             run=compiled_body(body, target, function),
+                             run_cond=compiled_body(cond, target, function))
+        results = body.memo(args, key, compute)
         return np.array(results[a["index"]], copy=True)
     return step
