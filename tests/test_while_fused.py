@@ -10,6 +10,12 @@ from symgrad.compile.loops import fused, fused_while
 from symgrad.graph.traversal import topological_order
 
 
+@pytest.fixture(autouse=True)
+def _fuse_at_once(monkeypatch):
+    """These tests check the fused loop: fuse on the first call (not after PAYBACK_S)."""
+    monkeypatch.setattr(fused_while, "PAYBACK_S", 0.0)
+
+
 def _loops(outputs) -> list:
     return [n for n in topological_order(outputs) if n.op.name == "while_loop"]
 
@@ -148,4 +154,22 @@ def test_warm_build_loads_the_loop_without_reading_the_drivers(monkeypatch):
     got = sg.function(inputs, outputs)(*args)
     assert _states(outputs)[0].loop is not None
     for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_build_does_not_fuse_the_loop_pays_first(monkeypatch):
+    """sg.function never compiles the fused loop; it is compiled once the Python loop has
+    run PAYBACK_S seconds (the explain text says so), then gives the same results."""
+    monkeypatch.setattr(fused_while, "PAYBACK_S", 1e9)
+    inputs, outputs = _halving()
+    f = sg.function(inputs, outputs)
+    args = (np.array([1.0, -2.0, 3.0]), np.array([0.1, 0.2, 0.3]), np.float64(1e-9))
+    first = f(*args)
+    assert _states(outputs) and all(s is None for s in _states(outputs))
+    assert "fused after" in f.explain()
+    monkeypatch.setattr(fused_while, "PAYBACK_S", 0.0)
+    _forget(outputs)
+    second = f(*args)
+    assert all(s is not None and s.loop is not None for s in _states(outputs))
+    for a, b in zip(first, second):
         np.testing.assert_array_equal(a, b)

@@ -15,6 +15,7 @@ own driver compiles (``finish``) only when the Python loop is what runs.
 
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 import numpy as np
@@ -112,7 +113,8 @@ def _while_place(tensor: Tensor, target: str) -> str:
     run = (tensor.attrs["body"].compiled or {}).get(target)
     held = getattr(getattr(run, "function_", None), "fused_while_", None)
     if held is None:
-        return "Python loop over the compiled body"
+        return ("Python loop over the compiled body (fused after "
+                f"{fused_while.PAYBACK_S:g} s of Python loop)")
     if held[1].loop is not None:
         return "one njit loop over the cond's and body's drivers"
     return f"Python loop over the compiled body: {held[1].reason}"
@@ -167,38 +169,48 @@ def while_step(tensor: Tensor, target: str, function: Callable) -> Callable:
     body, cond = a["body"], a["cond"]
     n_vars, n_caps, cond_pos = a["n_vars"], a["n_body_caps"], a["cond_pos"]
 
-    def fused_loop():
-        """The fused while loop, or None (the Python loop runs: the drivers compiled)."""
-        run = compiled_body(body, target, function, defer=fused.ENABLED)
-        run_cond = compiled_body(cond, target, function, defer=fused.ENABLED)
-        if fused.ENABLED:
-            loop = fused_while.fused_while(body, cond, run, run_cond, n_vars, n_caps,
-                                           cond_pos)
-            if is_dry_run():
-                fused_while.compile_now(loop, n_vars, n_caps, cond_pos)
-            if loop.loop is not None:
-                return loop
-        finish(run)
-        finish(run_cond)
-        return None
+    spent = [0.0]    # seconds this loop has run as a Python loop, toward the payback
+
+    def fused_loop(build: bool):
+        """The fused while loop, or None (the Python loop runs: the drivers compiled).
+
+        A fused loop costs a numba compile of its own, so it is built when the Python
+        loop has spent ``fused_while.PAYBACK_S`` running (a warm cache loads it at once):
+        a build is never slower for it, and a loop that runs long is fused."""
+        run = compiled_body(body, target, function)
+        run_cond = compiled_body(cond, target, function)
+        if not fused.ENABLED:
+            return None
+        new = not build and spent[0] >= fused_while.PAYBACK_S
+        loop = fused_while.fused_while(body, cond, run, run_cond, n_vars, n_caps, cond_pos,
+                                       build_new=new)
+        if loop is None:
+            return None
+        if is_dry_run() or new:
+            fused_while.compile_now(loop, n_vars, n_caps, cond_pos)
+        return loop if loop.loop is not None else None
 
     def step(*args):
         if is_dry_run():
-            fused_loop()
+            fused_loop(build=True)
             return _dry_value(tensor)
         key = ("while", n_vars, a["maximum_iterations"])
 
         def compute():
-            loop = fused_loop()
+            loop = fused_loop(build=False)
             if loop is not None:
                 done = fused_while.run_fused_while(loop, args, n_vars, n_caps, cond_pos,
                                                    a["maximum_iterations"])
                 if done is not None:
                     return done
-            return run_while(cond, body, args, n_vars, n_caps, cond_pos,
-                             a["maximum_iterations"],
-                             run=compiled_body(body, target, function),
-                             run_cond=compiled_body(cond, target, function))
+            start = time.perf_counter()
+            try:
+                return run_while(cond, body, args, n_vars, n_caps, cond_pos,
+                                 a["maximum_iterations"],
+                                 run=compiled_body(body, target, function),
+                                 run_cond=compiled_body(cond, target, function))
+            finally:
+                spent[0] += time.perf_counter() - start
         results = body.memo(args, key, compute)
         return np.array(results[a["index"]], copy=True)
     return step

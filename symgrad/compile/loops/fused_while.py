@@ -35,6 +35,10 @@ from .njit_driver import driver_function
 __all__ = ["FusedWhile", "fused_while", "run_fused_while", "compile_now"]
 
 FIRST_CAPACITY = 8
+PAYBACK_S = 0.5
+"""Seconds a while loop runs as a Python loop before its fused loop is compiled (about
+what that compile costs: the rent-or-buy rule, never more than twice the best choice's
+time). A build never compiles it (a warm cache loads it); 0 fuses on the first call."""
 """Iterations the history arrays hold at first (then x4 each time they fill)."""
 
 
@@ -88,9 +92,10 @@ def _source(module_b: str, module_c: str, body_fn: str, cond_fn: str, names_b: l
 
 
 def fused_while(body, cond, run_body, run_cond, n_vars: int, n_body_caps: int,
-                cond_pos: tuple) -> FusedWhile:
+                cond_pos: tuple, build_new: bool = True) -> Optional[FusedWhile]:
     """The fused loop of a while loop whose body and cond compiled as ``run_body`` and
-    ``run_cond`` (``cpu.compiled_body``), cached on the body's function."""
+    ``run_cond`` (``cpu.compiled_body``), cached on the body's function. ``build_new``
+    False: only a loop already made or in the warm cache (None where there is none)."""
     fb = getattr(run_body, "function_", None)
     fc = getattr(run_cond, "function_", None)
     if fb is None or fc is None:
@@ -98,12 +103,14 @@ def fused_while(body, cond, run_body, run_cond, n_vars: int, n_body_caps: int,
     held = getattr(fb, "fused_while_", None)
     if held is not None and held[0] is fc:
         return held[1]
-    made = _make(body, cond, fb, fc, n_vars, n_body_caps)
-    fb.fused_while_ = (fc, made)
+    made = _make(body, cond, fb, fc, n_vars, n_body_caps, build_new)
+    if made is not None:
+        fb.fused_while_ = (fc, made)
     return made
 
 
-def _make(body, cond, fb, fc, n_vars: int, n_body_caps: int) -> FusedWhile:
+def _make(body, cond, fb, fc, n_vars: int, n_body_caps: int,
+          build_new: bool = True) -> Optional[FusedWhile]:
     tensors = list(body.inputs) + list(body.captures) + list(cond.captures) + \
         list(body.outputs)
     if not all(all(isinstance(d, int) for d in t.shape) for t in tensors):
@@ -126,6 +133,8 @@ def _make(body, cond, fb, fc, n_vars: int, n_body_caps: int) -> FusedWhile:
         else:
             loop_module.BODY_FUNCTIONS_ = (fb, fc)
             return made(loop_module.loop_)
+    if not build_new:
+        return None
     texts = []
     for f, name, prefix in ((fb, "body_", "b"), (fc, "cond_", "q")):
         source = getattr(f.module, "__symgrad_source__", None)
