@@ -254,7 +254,7 @@ def _gather(node, args, batched, k):
     perm = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(shape) + 1))
     merged = F.reshape(F.transpose(params, perm), shape[:axis] + (k * n,) + shape[axis + 1:])
     out = apply(I.gather, (merged, _offset_indices(idx, k, n, wrap)),
-                {"axis": axis, "wrap": False})
+                {"axis": axis, "wrap": wrap})     # wrap: the error type of x[idx]
     return _to_front(out, axis)
 
 
@@ -273,7 +273,7 @@ def _gather_grad(node, args, batched, k):
     perm = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, g.ndim))
     like = constant(np.zeros(shape[:axis] + (k * n,) + shape[axis + 1:], bool))
     out = apply(I.gather_grad, (F.transpose(g, perm), _offset_indices(args[1], k, n, wrap),
-                                like), {"axis": axis, "wrap": False})
+                                like), {"axis": axis, "wrap": wrap})
     return _to_front(F.reshape(out, shape[:axis] + (k, n) + shape[axis + 1:]), axis)
 
 
