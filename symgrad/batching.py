@@ -464,11 +464,22 @@ def batch_graph(outputs: list, replace: dict, k: int) -> list:
     stays None); unbatched results do not depend on any stand-in."""
     new: dict = {key: (value, True) for key, (_, value) in replace.items()}
     _broadcasts().clear()
+    maps = _LOCAL.__dict__.setdefault("maps", [])
+    maps.append(new)
     try:
         _walk(outputs, new, k)
     finally:
+        maps.pop()
         _broadcasts().clear()
     return [None if o is None else new.get(id(o), (o, False)) for o in outputs]
+
+
+def batched_so_far() -> dict:
+    """The batched tensors of the ``batch_graph`` call in progress (a ``replace`` map for a
+    nested call: a rule that traces a body, such as a loop's, batches it with the values
+    the body reads from the outer graph already batched)."""
+    maps = _LOCAL.__dict__.get("maps") or [{}]
+    return {key: (None, t) for key, (t, was_batched) in maps[-1].items() if was_batched}
 
 
 def _walk(outputs: list, new: dict, k: int) -> None:

@@ -125,6 +125,7 @@ def _batched(ins: list, outs: list, leaves: list, k: int) -> list:
     """The traced outputs rebuilt with the leading batch axis (NoBatchingRule when an op
     on the path has no rule)."""
     from .batching import batch_graph, broadcast_batch, clear_memo, strict_batching
+    from .batching_control import clear_loops     # also registers the loops' rules
     from .components import split_components
     replace = {id(s): (s, e) for s, e in zip(ins, leaves)}
     outs = split_components(outs, ins)      # x = stack([a, b]); x[0] is a: fuses when batched
@@ -134,6 +135,7 @@ def _batched(ins: list, outs: list, leaves: list, k: int) -> list:
         return [t if was_batched else broadcast_batch(t, k) for t, was_batched in mapped]
     finally:
         clear_memo()
+        clear_loops()
 
 
 def _map(fn: Callable, elems: Any, api: str, warn: bool, strict: bool,
