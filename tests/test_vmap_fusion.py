@@ -174,3 +174,61 @@ def test_gradient_of_a_gather_inside_the_map():
                                  sg.constant(np.array([2, 0, 2])))
     np.testing.assert_array_equal(sg.evaluate(rows, {x: np.arange(4.0)}),
                                   [[0, 0, 4, 0], [0, 0, 0, 0], [0, 0, 4, 0]])
+
+
+# --- loops and roots inside the map (batching_control.py) ---------------------------------
+def test_while_loop_in_the_map_stops_each_instance_at_its_own_count():
+    x = sg.placeholder("x", (4,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        i, v = sg.vectorized_map(
+            lambda xi: sg.while_loop(lambda i, v: v < xi, lambda i, v: (i + 1, v * 2.0),
+                                     [sg.constant(0), sg.constant(1.0)]), x)
+    assert "scan" not in _ops([i, v])
+    x0 = np.array([1.0, 5.0, 0.5, 100.0])
+    got_i, got_v = sg.function([x], [i, v])(x0)
+    np.testing.assert_array_equal(got_i, [0, 3, 0, 7])
+    np.testing.assert_array_equal(got_v, [1.0, 8.0, 1.0, 128.0])
+
+
+def _batched_root_program(n: int):
+    p = sg.placeholder("p", (n, 2))
+    s = sg.placeholder("s", ())
+
+    def solve(pi):              # x + y = p0, x y = s p1 (the root near (2, 1))
+        return sg.root(lambda x: sg.stack([x[0] + x[1] - pi[0], x[0] * x[1] - pi[1] * s]),
+                       np.array([3.0, 0.5]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = sg.vectorized_map(solve, p)
+    loss = sg.reduce_sum(x[:, 0] ** 2 + 3.0 * x[:, 1])
+    return p, s, x, sg.function([p, s], [x, loss] + sg.gradients(loss, [p, s]))
+
+
+def test_root_in_the_map_is_one_batched_solve_with_implicit_gradients():
+    n, eps = 6, 1e-6
+    p, s, x, f = _batched_root_program(n)
+    assert "scan" not in _ops([x])
+    rng = np.random.default_rng(4)
+    p0 = np.column_stack([rng.uniform(2.9, 3.1, n), rng.uniform(1.9, 2.1, n)])
+    x0, _, g_p, g_s = f(p0, 1.0)
+    np.testing.assert_allclose(x0.sum(1), p0[:, 0], atol=1e-9)
+    np.testing.assert_allclose(x0.prod(1), p0[:, 1], atol=1e-9)
+    for k, j in ((0, 0), (3, 1), (5, 0)):
+        up, down = p0.copy(), p0.copy()
+        up[k, j] += eps
+        down[k, j] -= eps
+        assert g_p[k, j] == pytest.approx((f(up, 1.0)[1] - f(down, 1.0)[1]) / (2 * eps), rel=1e-6)
+    fd = (f(p0, 1.0 + eps)[1] - f(p0, 1.0 - eps)[1]) / (2 * eps)
+    assert g_s == pytest.approx(fd, rel=1e-6)       # a shared capture: summed over the batch
+    values = sg.evaluate([x] + sg.gradients(sg.reduce_sum(x[:, 0] ** 2 + 3.0 * x[:, 1]), [p]),
+                         {p: p0, s: 1.0})
+    np.testing.assert_allclose(values[1], g_p, rtol=1e-10)
+
+
+def test_root_in_the_map_that_does_not_converge_raises():
+    a = sg.placeholder("a", (3,))
+    x = sg.map_fn(lambda ai: sg.root(lambda x: x * x * x - ai, 1.0, max_iter=8), a)
+    with pytest.raises(sg.ConvergenceError, match="residual norm"):
+        sg.evaluate(x, {a: [8.0, 1e6, 27.0]})      # 1e6 is too far for 8 Newton steps
+    np.testing.assert_allclose(sg.evaluate(x, {a: [8.0, 1.0, 27.0]}), [2.0, 1.0, 3.0])
