@@ -443,9 +443,21 @@ SHAPE_ONLY: dict = {
 }
 
 
+@contextmanager
+def extra_rules(rules: dict):
+    """Inside, ``rules`` (op record -> rule) are consulted before ``BATCH_RULES``
+    (``sg.vectorized_map`` adds the loops' rules of ``batching_control.py``)."""
+    previous = getattr(_LOCAL, "extra", {})
+    _LOCAL.extra = {**previous, **rules}
+    try:
+        yield
+    finally:
+        _LOCAL.extra = previous
+
+
 def rule_for(op: OpDef) -> Rule:
     """The batching rule of an op record (elementwise ops share one; others: fallback)."""
-    rule = BATCH_RULES.get(op)
+    rule = getattr(_LOCAL, "extra", {}).get(op) or BATCH_RULES.get(op)
     if rule is not None:
         return rule
     return elementwise_rule if op.kind == "elementwise" else fallback_rule

@@ -15,8 +15,8 @@ falls back to a scan of k loops. With them:
   stays implicit: one batched linear solve (k blocks, not a (k n, k n) system).
 
 So ``sg.root`` in a map is one batched Newton iteration over the stacked problem with a
-per-instance solve. Registering: importing this module adds the rules to
-``BATCH_RULES`` (``sg.vectorized_map`` does).
+per-instance solve. The rules are ``CONTROL_RULES``; ``sg.vectorized_map`` batches with
+them (``batching.extra_rules``), ``sg.jacobian``'s sweeps do not.
 
 >>> import numpy as np
 >>> import symgrad as sg
@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import threading
 
-from .batching import (BATCH_RULES, batch_graph, batched_so_far, broadcast_batch,
-                       expand_to, fallback_rule)
+from .batching import (batch_graph, batched_so_far, broadcast_batch, expand_to,
+                       extra_rules, fallback_rule)
 from .control.api import while_loop
 from .control.body import stand_in
 from .control.records import WHILE
@@ -43,7 +43,7 @@ from .ops.functions import F
 from .ops.registry import apply
 from .solvers.check import CONVERGED
 
-__all__ = ["clear_loops"]
+__all__ = ["CONTROL_RULES", "clear_loops"]
 
 _LOCAL = threading.local()
 
@@ -138,7 +138,11 @@ def _custom(node, args, batched, k):
                 if was_batched:
                     replace[id(original)] = (original, x)
             grads = list(per_instance)
-            done = batch_graph([g for g in grads if g is not None], replace, k)
+            try:
+                with extra_rules(CONTROL_RULES):    # called by sg.gradients, after the map
+                    done = batch_graph([g for g in grads if g is not None], replace, k)
+            finally:
+                clear_loops()
             it = iter(done)
             out = []
             for g, was_batched in zip(grads, flags):
@@ -155,4 +159,4 @@ def _custom(node, args, batched, k):
     return made[0]
 
 
-BATCH_RULES.update({WHILE: _while, CONVERGED: _converged, CUSTOM_GRADIENT: _custom})
+CONTROL_RULES: dict = {WHILE: _while, CONVERGED: _converged, CUSTOM_GRADIENT: _custom}

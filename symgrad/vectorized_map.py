@@ -124,13 +124,14 @@ def _trace(fn: Callable, leaves: list, pack: Callable, api: str) -> tuple:
 def _batched(ins: list, outs: list, leaves: list, k: int) -> list:
     """The traced outputs rebuilt with the leading batch axis (NoBatchingRule when an op
     on the path has no rule)."""
-    from .batching import batch_graph, broadcast_batch, clear_memo, strict_batching
-    from .batching_control import clear_loops     # also registers the loops' rules
+    from .batching import (batch_graph, broadcast_batch, clear_memo, extra_rules,
+                           strict_batching)
+    from .batching_control import CONTROL_RULES, clear_loops
     from .components import split_components
     replace = {id(s): (s, e) for s, e in zip(ins, leaves)}
     outs = split_components(outs, ins)      # x = stack([a, b]); x[0] is a: fuses when batched
     try:
-        with strict_batching():
+        with strict_batching(), extra_rules(CONTROL_RULES):
             mapped = batch_graph(outs, replace, k)
         return [t if was_batched else broadcast_batch(t, k) for t, was_batched in mapped]
     finally:
