@@ -4,7 +4,10 @@ arrays (issue 31's target: <= 1.2x), for three natural ways of writing the per-s
 * ``stack``: the state is a vector, the right-hand side ``sg.stack``s it, ``y[0]`` reads it
   (``examples/vmap_ode_steps.py``),
 * ``tensors``: each component its own tensor (fn gets and returns a tuple of scalars),
-* ``unstack``: the state is a vector, read with ``sg.unstack``.
+* ``unstack``: the state is a vector, read with ``sg.unstack``;
+
+and, without a map, ``vectors``: the batch's step on ``(n, 2)`` arrays whose right-hand
+side stacks columns (``compile/plan/selects.py`` folds the indexing back through them).
 
 Each is compiled with ``sg.function`` (next states, loss, gradient wrt every state's
 parameters) and timed interleaved with the array version, best of ``--repeats`` calls;
@@ -53,9 +56,25 @@ def rk4_unstack(y, p):
     return y + H / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
 
 
+def pendulum_vectors(y, p):
+    """The batch's right-hand side written on (n, 2) arrays: columns stacked."""
+    return sg.stack([y[:, 1], -p[:, 0] * p[:, 0] * sg.sin(y[:, 0]) - p[:, 1] * y[:, 1]],
+                    axis=1)
+
+
+def rk4_vectors(y, p):
+    k1 = pendulum_vectors(y, p)
+    k2 = pendulum_vectors(y + H / 2 * k1, p)
+    k3 = pendulum_vectors(y + H / 2 * k2, p)
+    k4 = pendulum_vectors(y + H * k3, p)
+    return y + H / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+
 def step(kind: str, y, p):
     if kind == "arrays":
         return rk4_arrays(y, p)
+    if kind == "vectors":
+        return rk4_vectors(y, p)
     if kind == "stack":
         return sg.vectorized_map(lambda e: rk4(e[0], e[1]), (y, p))
     if kind == "unstack":
@@ -86,7 +105,7 @@ def main() -> None:
     states = np.column_stack([rng.uniform(-2.5, 2.5, n), rng.uniform(-1.0, 1.0, n)])
     params = np.column_stack([rng.uniform(0.5, 2.0, n), rng.uniform(0.0, 0.5, n)])
     call = (states, params, states + 0.01 * rng.normal(size=(n, 2)))
-    kinds = ("arrays", "stack", "tensors", "unstack")
+    kinds = ("arrays", "stack", "tensors", "unstack", "vectors")
     fns = {k: compiled(k, n, args.forward) for k in kinds}
     ref = fns["arrays"](*call)
     for k in kinds:

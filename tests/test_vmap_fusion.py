@@ -232,3 +232,35 @@ def test_root_in_the_map_that_does_not_converge_raises():
     with pytest.raises(sg.ConvergenceError, match="residual norm"):
         sg.evaluate(x, {a: [8.0, 1e6, 27.0]})      # 1e6 is too far for 8 Newton steps
     np.testing.assert_allclose(sg.evaluate(x, {a: [8.0, 1.0, 27.0]}), [2.0, 1.0, 3.0])
+
+
+# --- the compiler's own fold of selects through stacks (compile/plan/selects.py) ----------
+def test_hand_written_stacks_of_columns_compile_like_arrays():
+    """RK4 on (n, 2) arrays whose right-hand side stacks columns (no map): as many kernels
+    as the columns' program (before the fold: 16 and 8 against 3 and 1)."""
+    for gradient in (False, True):
+        arrays = _program("arrays", N, gradient)
+        vectors = _program("vectors", N, gradient)
+        assert len(vectors.plan.kernels) == len(arrays.plan.kernels)
+    args = _data(N)
+    for got, want in zip(vectors(*args), arrays(*args)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.max(np.abs(want)))
+
+
+def test_fold_selects_through_stacks_scatters_and_broadcasts():
+    from symgrad.compile.plan.selects import fold_selects
+    from symgrad.ops.indexing.api import getitem_grad
+    x = sg.placeholder("x", (None, 2))
+    row, col = sg.placeholder("row", (2,)), sg.placeholder("col", (None, 1))
+    s = sg.stack([sg.sin(x[:, 0]), x[:, 1] * 2.0], axis=1)
+    v = s * row + col                                   # broadcasts both ways
+    g = getitem_grad(x[:, 1], x, (slice(None), 1)) + s      # the gradient of x[:, 1]
+    outs = [v[:, 1], sg.unstack(g, axis=1)[0], sg.unstack(g, axis=1)[1]]
+    new = fold_selects(outs)
+    assert "stack" not in _ops(new) and "getitem_grad" not in _ops(new)
+    x0, r0, c0 = np.array([[0.5, 1.0], [2.0, -1.0]]), np.array([3.0, 4.0]), np.array([[1.0], [2.0]])
+    feed = {x: x0, row: r0, col: c0}
+    for got, want in zip(sg.evaluate(new, feed), sg.evaluate(outs, feed)):
+        np.testing.assert_allclose(got, want, rtol=1e-15)
+    plain = [sg.sin(x) * row]                           # nothing stacked: untouched
+    assert fold_selects(plain) is plain
