@@ -158,9 +158,19 @@ def _read(x: Tensor, axis: int, index: int) -> Tensor:
 
 def fold_selects(outputs: list) -> list:
     """``outputs`` with their selects folded (module docstring); the same list when the
-    graph has none to fold."""
+    graph has none to fold (or too deep a chain to fold it: Python's recursion limit)."""
     order = topological_order([o for o in outputs if o is not None])
     folder = _Folder()
+    for t in order:                    # inputs first: the recursions below stay shallow
+        folder.reaches(t)
+        folder.stack_axis(t)
+    try:
+        return _fold(outputs, order, folder)
+    except RecursionError:
+        return outputs
+
+
+def _fold(outputs: list, order: list, folder: _Folder) -> list:
     candidates = [t for t in order if t.op in (L.unstack, S.getitem)]
     if not any(folder.reaches(select_of(t)[0]) for t in candidates if select_of(t)):
         return outputs
