@@ -40,8 +40,8 @@ def unpack(theta):
 
 def equilibrium(theta, x):
     """z*(x) = tanh(W z* + U x + b) for each input row: one sg.root of HIDDEN unknowns per
-    input, mapped over the batch by sg.map_fn (a root has no batching rule, so the map is
-    one compiled scan over the inputs)."""
+    input, mapped over the batch by sg.map_fn (one batched Newton solve over the inputs,
+    each with its own implicit derivative: symgrad/batching_control.py)."""
     p = unpack(theta)
     w = 0.8 * p["A"] / sg.sqrt(1.0 + sg.reduce_sum(p["A"] * p["A"]))   # ||W||_F < 0.8
 

@@ -216,17 +216,65 @@ def _getitem_grad(node, args, batched, k):
                  key=(slice(None),) + tuple(node.attrs["key"]))
 
 
+def _to_front(x: Tensor, axis: int) -> Tensor:
+    """``x`` with its axis ``axis`` moved to the front (the batch axis)."""
+    if axis == 0:
+        return x
+    return F.transpose(x, (axis,) + tuple(a for a in range(x.ndim) if a != axis))
+
+
+def _offset_indices(idx: Tensor, k: int, n: int, wrap: bool) -> Tensor:
+    """Batched indices (k, ...) into an axis of length n, as indices into the k slices of
+    length n laid end to end (batch b's index i: b n + i). An index out of range (after
+    numpy's wrap if ``wrap``) becomes k n, out of range of the merged axis too, so the
+    gather still raises instead of reading another batch's slice."""
+    idx = F.cast(idx, np.int64) if idx.dtype != np.int64 else idx
+    if wrap:
+        idx = F.where(F.less(idx, constant(np.int64(0))), F.add(idx, constant(np.int64(n))), idx)
+    offsets = constant((np.arange(k, dtype=np.int64) * n).reshape((k,) + (1,) * (idx.ndim - 1)))
+    valid = F.logical_and(F.greater_equal(idx, constant(np.int64(0))),
+                          F.less(idx, constant(np.int64(n))))
+    return F.where(valid, F.add(idx, offsets), constant(np.int64(k * n)))
+
+
 def _gather(node, args, batched, k):
-    if batched[1]:
+    """gather(params, indices): a mapped index gathers from the unbatched params at once
+    (the batch axis lands at ``axis``: moved to the front); batched params too are merged
+    with their batch axis (k slices end to end along ``axis``) and the indices offset."""
+    axis, wrap = node.attrs["axis"], node.attrs["wrap"]
+    if not batched[1]:
+        return _axis_rule(node, args, batched, k)
+    params, idx = args
+    if not batched[0]:
+        return _to_front(_same(node, [params, idx]), axis)
+    shape = tuple(params.shape[1:])
+    if not is_fully_known(shape):
         return fallback_rule(node, args, batched, k)
-    return _axis_rule(node, args, batched, k)
+    n = shape[axis]
+    perm = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(shape) + 1))
+    merged = F.reshape(F.transpose(params, perm), shape[:axis] + (k * n,) + shape[axis + 1:])
+    out = apply(I.gather, (merged, _offset_indices(idx, k, n, wrap)),
+                {"axis": axis, "wrap": wrap})     # wrap: the error type of x[idx]
+    return _to_front(out, axis)
 
 
 def _gather_grad(node, args, batched, k):
-    if batched[1]:
+    """gather's scatter-add with a mapped index: into the k slices laid end to end along
+    ``axis`` (as ``_gather``), then split back into the batch axis."""
+    axis, wrap = node.attrs["axis"], node.attrs["wrap"]
+    if not batched[1]:
+        return _same(node, [args[0], args[1], _like(node, args, batched, k, 2)],
+                     axis=axis + 1)
+    shape = tuple(node.shape)
+    if not is_fully_known(shape):
         return fallback_rule(node, args, batched, k)
-    return _same(node, [args[0], args[1], _like(node, args, batched, k, 2)],
-                 axis=node.attrs["axis"] + 1)
+    g = _batched(args[0], batched[0], k)
+    n = shape[axis]
+    perm = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, g.ndim))
+    like = constant(np.zeros(shape[:axis] + (k * n,) + shape[axis + 1:], bool))
+    out = apply(I.gather_grad, (F.transpose(g, perm), _offset_indices(args[1], k, n, wrap),
+                                like), {"axis": axis, "wrap": wrap})
+    return _to_front(F.reshape(out, shape[:axis] + (k, n) + shape[axis + 1:]), axis)
 
 
 def _linrec(node, args, batched, k):
@@ -395,9 +443,21 @@ SHAPE_ONLY: dict = {
 }
 
 
+@contextmanager
+def extra_rules(rules: dict):
+    """Inside, ``rules`` (op record -> rule) are consulted before ``BATCH_RULES``
+    (``sg.vectorized_map`` adds the loops' rules of ``batching_control.py``)."""
+    previous = getattr(_LOCAL, "extra", {})
+    _LOCAL.extra = {**previous, **rules}
+    try:
+        yield
+    finally:
+        _LOCAL.extra = previous
+
+
 def rule_for(op: OpDef) -> Rule:
     """The batching rule of an op record (elementwise ops share one; others: fallback)."""
-    rule = BATCH_RULES.get(op)
+    rule = getattr(_LOCAL, "extra", {}).get(op) or BATCH_RULES.get(op)
     if rule is not None:
         return rule
     return elementwise_rule if op.kind == "elementwise" else fallback_rule
@@ -416,11 +476,22 @@ def batch_graph(outputs: list, replace: dict, k: int) -> list:
     stays None); unbatched results do not depend on any stand-in."""
     new: dict = {key: (value, True) for key, (_, value) in replace.items()}
     _broadcasts().clear()
+    maps = _LOCAL.__dict__.setdefault("maps", [])
+    maps.append(new)
     try:
         _walk(outputs, new, k)
     finally:
+        maps.pop()
         _broadcasts().clear()
     return [None if o is None else new.get(id(o), (o, False)) for o in outputs]
+
+
+def batched_so_far() -> dict:
+    """The batched tensors of the ``batch_graph`` call in progress (a ``replace`` map for a
+    nested call: a rule that traces a body, such as a loop's, batches it with the values
+    the body reads from the outer graph already batched)."""
+    maps = _LOCAL.__dict__.get("maps") or [{}]
+    return {key: (None, t) for key, (t, was_batched) in maps[-1].items() if was_batched}
 
 
 def _walk(outputs: list, new: dict, k: int) -> None:

@@ -4,7 +4,9 @@
 graph is rebuilt with a leading batch axis by the batching rules of ``batching.py`` (the
 machinery of ``sg.jacobian``'s batched sweeps): every node downstream of a stand-in
 gets the batch axis, the real ``elems`` replace the stand-ins, and tensors ``fn`` closed
-over stay unbatched (their gradients sum over the batch). The result is ordinary graph
+over stay unbatched (their gradients sum over the batch). Before batching, small vectors
+that ``fn`` stacks and indexes are split into their scalar components
+(``components.py``): batched, they are columns that fuse, as if written with arrays. The result is ordinary graph
 nodes (no loop), compiled as one kernel where the ops allow, and differentiated by the
 ordinary reverse sweep.
 
@@ -122,14 +124,19 @@ def _trace(fn: Callable, leaves: list, pack: Callable, api: str) -> tuple:
 def _batched(ins: list, outs: list, leaves: list, k: int) -> list:
     """The traced outputs rebuilt with the leading batch axis (NoBatchingRule when an op
     on the path has no rule)."""
-    from .batching import batch_graph, broadcast_batch, clear_memo, strict_batching
+    from .batching import (batch_graph, broadcast_batch, clear_memo, extra_rules,
+                           strict_batching)
+    from .batching_control import CONTROL_RULES, clear_loops
+    from .components import split_components
     replace = {id(s): (s, e) for s, e in zip(ins, leaves)}
+    outs = split_components(outs, ins)      # x = stack([a, b]); x[0] is a: fuses when batched
     try:
-        with strict_batching():
+        with strict_batching(), extra_rules(CONTROL_RULES):
             mapped = batch_graph(outs, replace, k)
         return [t if was_batched else broadcast_batch(t, k) for t, was_batched in mapped]
     finally:
         clear_memo()
+        clear_loops()
 
 
 def _map(fn: Callable, elems: Any, api: str, warn: bool, strict: bool,

@@ -343,8 +343,8 @@ def test_gather_gradient_under_the_tape():
 
 def test_gather_gradient_on_the_graph():
     x = sg.placeholder("x", (1, 2))
-    with warnings.catch_warnings():     # gather with a mapped index: no rule yet, a scan
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings():     # gather with a mapped index: batched, no scan
+        warnings.simplefilter("error")
         r = sg.vectorized_map(lambda t: sg.gather(x, t, axis=-1), sg.constant(np.arange(2)))
     (g,) = sg.gradients(r, [x])
     np.testing.assert_allclose(sg.evaluate(g, {x: np.zeros((1, 2))}), [[1.0, 1.0]])

@@ -9,7 +9,8 @@
   uniform constants once on the scalars, an ``expr`` one by sympy as lowering inlines it),
 * turns ``ones_like``/``zeros_like``/``axis_size`` of fully known shapes into constants,
 * merges structurally identical nodes (gradient graphs repeat themselves),
-* applies the rewrites of ``rewrite.py`` (outer products, reuse of computed ``f(x)``).
+* applies the rewrites of ``rewrite.py`` (outer products, reuse of computed ``f(x)``),
+  after ``selects.py``'s (indexing folded back through stacks).
 
 A constant whose elements are all equal is *uniform*: lowering inlines it as a number.
 
@@ -36,6 +37,7 @@ from ...shapes import is_fully_known
 from .oprules import CONSTANT, FILLS, IDENTITIES, PLACEHOLDER, E, S
 from ..printing.printer import number
 from .rewrite import clone_cheap, outer_product, reuse_values
+from .selects import fold_selects
 
 FOLD_LIMIT = 1 << 20  # constants larger than this many elements are not folded
 INFLATE_MIN = 4096    # larger elementwise folds that would grow the constant bytes are not made
@@ -290,6 +292,7 @@ def _inflates(tensor, inputs: list, value: np.ndarray) -> bool:
 
 def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGraph:
     """The folded copy of the graph of ``outputs`` (None entries are kept)."""
+    outputs = fold_selects(outputs)         # x = stack([a, b], axis); x[..., 0] is a
     order = topological_order([o for o in outputs if o is not None])
     if placeholders is None:
         placeholders = placeholders_of(order)
