@@ -22,7 +22,7 @@ True
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -46,8 +46,9 @@ class Spec:
     """What an ``odeint`` node knows of its solve: the closed ``fun(y, t)``, the method and
     its options. Its repr names only the options (compiled modules are shared)."""
 
-    def __init__(self, fun: Callable, method: str, rtol: float, atol: float, max_steps: int):
-        self.fun, self.method = fun, method
+    def __init__(self, fun: Callable, method: str, rtol: float, atol: float, max_steps: int,
+                 blocks: Optional[tuple] = None):
+        self.fun, self.method, self.blocks = fun, method, blocks
         self.rtol, self.atol, self.max_steps = rtol, atol, max_steps
 
     def options(self) -> tuple:
@@ -95,10 +96,10 @@ JVP_RULES[ODEINT] = _jvp
 # --- the solve --------------------------------------------------------------------------
 def _integrate(spec: Spec, y0: Tensor, t: Tensor) -> tuple:
     if spec.method == "dopri5":
-        from .dopri5 import dopri5 as method
-    else:
-        from .stiff import rodas4 as method
-    return method(spec.fun, y0, t, spec.rtol, spec.atol, spec.max_steps)
+        from .dopri5 import dopri5
+        return dopri5(spec.fun, y0, t, spec.rtol, spec.atol, spec.max_steps)
+    from .stiff import rodas4
+    return rodas4(spec.fun, y0, t, spec.rtol, spec.atol, spec.max_steps, spec.blocks)
 
 
 def params_of(fun: Callable, y0: Tensor, t: Tensor) -> list:
@@ -109,10 +110,12 @@ def params_of(fun: Callable, y0: Tensor, t: Tensor) -> list:
     return [c for c in body.captures if c.dtype.kind == "f"]
 
 
-def solve(fun: Callable, y0: Tensor, t: Tensor, options: tuple) -> tuple:
+def solve(fun: Callable, y0: Tensor, t: Tensor, options: tuple,
+          blocks: Optional[tuple] = None) -> tuple:
     """``fun``'s solution at ``t`` as one checked, differentiable ``odeint`` node, and the
-    number of steps tried. ``options``: (method, rtol, atol, max_steps)."""
-    spec = Spec(fun, *options)
+    number of steps tried. ``options``: (method, rtol, atol, max_steps); ``blocks``: a
+    sensitivity system's (n, m) (``stiff.py``)."""
+    spec = Spec(fun, *options, blocks=blocks)
     params = params_of(fun, y0, t)
     ys, steps, reached = _integrate(spec, y0, t)
     node = apply(ODEINT, (ys, steps, reached, y0, t) + tuple(params), {"spec": spec})

@@ -134,7 +134,7 @@ def sensitivities(spec, y0: Tensor, t: Tensor, params: list, s0: Tensor,
                             name=None, batched=True)
         return F.concat([_flat(fy), _flat(dS)], 0)
 
-    zs, _ = solve(augmented, _cat([y0, s0]), t, spec.options())
+    zs, _ = solve(augmented, _cat([y0, s0]), t, spec.options(), blocks=(n, m))
     return F.reshape(F.getitem(zs, (slice(None), slice(n, None))), (-1, m) + shape)
 
 

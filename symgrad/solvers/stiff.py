@@ -24,7 +24,7 @@ are the method's own values (no interpolation).
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -62,19 +62,61 @@ D = (0.25, -0.1043, 0.1035, -0.0362, 0.0, 0.0)
 
 
 def _jacobian(fy: Tensor, y: Tensor, n: int) -> Tensor:
-    """``dfy/dy`` as an (n, n) matrix (y flat): one batched reverse sweep."""
-    seeds = constant(np.eye(n, dtype=fy.dtype))
-    (rows,) = gradients(fy, [y], grad_ys=seeds, batched=True, stop_gradients=[y],
-                        unconnected_gradients="zero")
-    return F.reshape(rows, (n, n))
+    """``dfy/dy`` as an (len(fy), n) matrix (fy, y flat): one batched reverse sweep."""
+    rows = int(fy.shape[0])
+    seeds = constant(np.eye(rows, dtype=fy.dtype))
+    (jac,) = gradients(fy, [y], grad_ys=seeds, batched=True, stop_gradients=[y],
+                       unconnected_gradients="zero")
+    return F.reshape(jac, (rows, n))
 
 
-def _step(flat: Callable, y: Tensor, tc: Tensor, dt: Tensor, n: int) -> tuple:
+def _dense_solver(flat: Callable, y: Tensor, tc: Tensor, f0: Tensor, n: int) -> Callable:
+    """``h -> (r -> (I / (h gamma) - J)^-1 r)`` with the dense Jacobian J at (tc, y)."""
+    J = _jacobian(f0, y, n)
+    eye = constant(np.eye(n, dtype=y.dtype))
+
+    def for_step(h):
+        W = eye / (h * GAMMA) - J
+        return lambda r: F.reshape(linear_solve(W, F.reshape(r, (n, 1))), (n,))
+    return for_step
+
+
+def _blocked_solver(blocks: tuple) -> Callable:
+    """The solver of a sensitivity system ``z = [y (n), S (m, n)]`` whose Jacobian is
+    ``[[J, 0], [H, I (x) J]]`` (``H = d(dS/dt)/dy``): two n x n solves with ``W = I / (h
+    gamma) - J``, the second with m right-hand sides and ``H k_y`` one forward sweep, in
+    place of one solve of n (1 + m) unknowns with its dense Jacobian."""
+    n, m = blocks
+
+    def make(flat: Callable, z: Tensor, tc: Tensor, f0: Tensor, size: int) -> Callable:
+        fy = F.getitem(f0, (slice(0, n),))
+        dS = F.getitem(f0, (slice(n, None),))
+        J = _jacobian(fy, z, size)
+        J = F.getitem(J, (slice(None), slice(0, n)))
+        eye = constant(np.eye(n, dtype=z.dtype))
+        pad = constant(np.zeros((size - n,), dtype=z.dtype))
+
+        def for_step(h):
+            W = eye / (h * GAMMA) - J
+
+            def apply(r):
+                k_y = linear_solve(W, F.reshape(F.getitem(r, (slice(0, n),)), (n, 1)))
+                k_y = F.reshape(k_y, (n,))
+                (Hk,) = jvp([dS], [z], [F.concat([k_y, pad], 0)], name=None)
+                rhs = F.reshape(F.getitem(r, (slice(n, None),)) + Hk, (m, n))
+                k_S = linear_solve(W, F.transpose(rhs))
+                return F.concat([k_y, F.reshape(F.transpose(k_S), (m * n,))], 0)
+            return apply
+        return for_step
+    return make
+
+
+def _step(flat: Callable, y: Tensor, tc: Tensor, dt: Tensor, n: int,
+          solver: Callable) -> tuple:
     """One Rodas4 step from (tc, y) of length dt: (y1, error estimate)."""
     f0 = flat(y, tc)
-    J = _jacobian(f0, y, n)
+    solve_w = solver(flat, y, tc, f0, n)(dt)
     (ft,) = jvp([f0], [tc], [constant(np.ones((), y.dtype))], name=None)
-    W = constant(np.eye(n, dtype=y.dtype)) / (dt * GAMMA) - J
     ks: list = []
     for i in range(6):
         if i == 0:
@@ -85,13 +127,16 @@ def _step(flat: Callable, y: Tensor, tc: Tensor, dt: Tensor, n: int) -> tuple:
         rhs = f_i + sum((c / dt * k for c, k in zip(C[i], ks)), F.zeros_like(y))
         if D[i] != 0.0:
             rhs = rhs + (D[i] * dt) * ft
-        ks.append(F.reshape(linear_solve(W, F.reshape(rhs, (n, 1))), (n,)))
+        ks.append(solve_w(rhs))
     return stage + ks[-1], ks[-1]
 
 
 def rodas4(fun: Callable, y0: Tensor, t: Tensor, rtol: float, atol: float,
-           max_steps: int) -> tuple:
-    """y at the times ``t`` (stacked on axis 0), the steps tried, the time reached."""
+           max_steps: int, blocks: Optional[tuple] = None) -> tuple:
+    """y at the times ``t`` (stacked on axis 0), the steps tried, the time reached.
+    ``blocks=(n, m)``: y is a sensitivity system ``[y (n), S (m, n)]`` (``odeint_grad``),
+    solved by blocks (``_blocked_solver``)."""
+    solver = _dense_solver if blocks is None else _blocked_solver(blocks)
     shape = tuple(y0.shape)
     n = int(np.prod(shape, dtype=int))
 
@@ -111,7 +156,7 @@ def rodas4(fun: Callable, y0: Tensor, t: Tensor, rtol: float, atol: float,
         def body(y, tc, dt, k):
             clipped = tc + dt >= target
             h = F.where(clipped, target - tc, dt)
-            y1, err = _step(flat, y, tc, h, n)
+            y1, err = _step(flat, y, tc, h, n, solver)
             ratio = error_ratio(err, y, y1, rtol, atol)
             ok = ratio <= 1.0
             proposal = next_step(h, ratio, 4.0)
