@@ -30,7 +30,6 @@ import numpy as np
 
 from ..control.api import scan
 from ..differentiate import gradients
-from ..forward import jvp as forward_jvp
 from ..graph.tensor import Tensor
 from ..ops.functions import F
 from ..ops.sources import constant
@@ -114,6 +113,26 @@ def _adjoint(spec, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor, params: list) -
     return a, t_bar, p_bars
 
 
+def held_jvp(y: Tensor, xs: list, tangents: list) -> Tensor:
+    """The jvp of ``y`` with every x held: an x takes its given tangent only, never one
+    flowing into it from another x (``sg.jvp`` adds both). In a solver's stage the state
+    is computed from earlier stages, which read the parameters: its tangent must be S."""
+    from ..dtypes import is_floating
+    from ..forward import node_jvp
+    from ..graph.traversal import topological_order
+    given = {id(x): t for x, t in zip(xs, tangents)}
+    carried: dict = dict(given)
+    for node in topological_order([y], stop=list(xs)):
+        ins = [carried.get(id(i)) for i in node.inputs]
+        if any(t is not None for t in ins) and node.op.differentiable and is_floating(
+                node.dtype):
+            tangent = node_jvp(node, ins)
+            if tangent is not None:
+                carried[id(node)] = tangent
+    out = carried.get(id(y))
+    return F.zeros_like(y) if out is None else out
+
+
 # --- forward sensitivities ---------------------------------------------------------------
 def sensitivities(spec, y0: Tensor, t: Tensor, params: list, s0: Tensor,
                   p_dots: list) -> Tensor:
@@ -130,9 +149,12 @@ def sensitivities(spec, y0: Tensor, t: Tensor, params: list, s0: Tensor,
         y = F.reshape(F.getitem(z, (slice(0, n),)), shape)
         S = F.reshape(F.getitem(z, (slice(n, None),)), (m,) + shape)
         fy = fun(y, tt)
-        (dS,) = forward_jvp([fy], [y] + [p for p, _ in moved], [S] + [d for _, d in moved],
-                            name=None, batched=True)
-        return F.concat([_flat(fy), _flat(dS)], 0)
+        xs = [y] + [p for p, _ in moved]
+        columns = []
+        for j in range(m):             # one forward sweep per direction
+            d_j = held_jvp(fy, xs, [F.getitem(S, (j,))] + [F.getitem(d, (j,)) for _, d in moved])
+            columns.append(_flat(d_j))
+        return F.concat([_flat(fy)] + columns, 0)
 
     zs, _ = solve(augmented, _cat([y0, s0]), t, spec.options(), blocks=(n, m))
     return F.reshape(F.getitem(zs, (slice(None), slice(n, None))), (-1, m) + shape)
