@@ -197,3 +197,88 @@ def test_step_count_is_reported():
     _, loose = sg.odeint(decay, 1.0, [0.0, 1.0], 1.0, rtol=1e-4, atol=1e-4,
                          full_output=True)
     assert int(sg.evaluate(loose["steps"], {})) < int(steps)
+
+
+# --- stiff: Robertson's kinetics with method="bdf" (Rodas4) ---------------------------
+K_ROB = np.array([0.04, 3e7, 1e4])
+
+
+def _robertson_reference(k, times):
+    return scipy_integrate.solve_ivp(robertson_numpy, (times[0], times[-1]), [1.0, 0.0, 0.0],
+                                     method="Radau", t_eval=times, args=(k,), rtol=1e-12,
+                                     atol=1e-16).y.T
+
+
+def test_robertson_bdf_values_match_solve_ivp_with_few_steps():
+    k = sg.placeholder("k", shape=(3,))
+    times = np.array([0.0, 0.4, 4.0, 40.0])
+    ys, info = sg.odeint(robertson, np.array([1.0, 0.0, 0.0]), times, k, method="bdf",
+                         rtol=1e-6, atol=1e-10, full_output=True)
+    got, steps = sg.evaluate([ys, info["steps"]], {k: K_ROB})
+    ref = _robertson_reference(K_ROB, times)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-10)
+    assert int(steps) < 300                    # dopri5 would need ~10^5 steps here
+
+
+def test_robertson_bdf_gradient_wrt_rates_matches_finite_differences():
+    k = sg.placeholder("k", shape=(3,))
+    times = np.array([0.0, 0.01])
+    weights = np.array([1.0, 1e4, 1.0])
+    ys = sg.odeint(robertson, np.array([1.0, 0.0, 0.0]), times, k, method="bdf",
+                   rtol=1e-7, atol=1e-12)
+    (g,) = sg.gradients(sg.reduce_sum(ys[-1] * weights), k)
+    got = sg.evaluate(g, {k: K_ROB})
+
+    def L(kv):
+        return float((_robertson_reference(kv, times)[-1] * weights).sum())
+
+    fd = [(L(K_ROB * (1 + 1e-6 * e)) - L(K_ROB * (1 - 1e-6 * e))) / (2e-6 * K_ROB[i])
+          for i, e in enumerate(np.eye(3))]
+    np.testing.assert_allclose(got, fd, rtol=1e-4)
+
+
+# --- a 2-D reaction–diffusion system on a small grid ------------------------------------
+def _laplacian(u):
+    """Periodic 5-point Laplacian of a (4, 4) grid (unit spacing)."""
+    up = sg.concat([u[1:], u[:1]], 0)
+    down = sg.concat([u[-1:], u[:-1]], 0)
+    right = sg.concat([u[:, 1:], u[:, :1]], 1)
+    left = sg.concat([u[:, -1:], u[:, :-1]], 1)
+    return up + down + left + right - 4.0 * u
+
+
+def brusselator(y, t, d):
+    u, v = y[0], y[1]
+    du = 1.0 + u * u * v - 4.0 * u + d[0] * _laplacian(u)
+    dv = 3.0 * u - u * u * v + d[1] * _laplacian(v)
+    return sg.stack([du, dv])
+
+
+def brusselator_numpy(t, flat, d):
+    u, v = flat.reshape(2, 4, 4)
+    lap = lambda w: (np.roll(w, -1, 0) + np.roll(w, 1, 0) + np.roll(w, -1, 1)
+                     + np.roll(w, 1, 1) - 4 * w)
+    return np.stack([1 + u * u * v - 4 * u + d[0] * lap(u),
+                     3 * u - u * u * v + d[1] * lap(v)]).ravel()
+
+
+def test_reaction_diffusion_values_and_gradient():
+    rng = np.random.default_rng(0)
+    y0v = np.stack([1.0 + 0.1 * rng.standard_normal((4, 4)),
+                    3.0 + 0.1 * rng.standard_normal((4, 4))])
+    dv = np.array([0.2, 0.1])
+    d = sg.placeholder("d", shape=(2,))
+    times = np.array([0.0, 0.5, 1.0])
+    ys = sg.odeint(brusselator, y0v, times, d, rtol=1e-9, atol=1e-9)
+    weights = np.cos(np.arange(2 * 16)).reshape(2, 4, 4)
+    (g,) = sg.gradients(sg.reduce_sum(ys[-1] * weights), d)
+    got, grad = sg.evaluate([ys, g], {d: dv})
+
+    def solve(dd):
+        return scipy_integrate.solve_ivp(brusselator_numpy, (0, 1), y0v.ravel(), args=(dd,),
+                                         t_eval=times, method="DOP853", rtol=1e-12,
+                                         atol=1e-12).y.T.reshape(3, 2, 4, 4)
+
+    np.testing.assert_allclose(got, solve(dv), rtol=1e-6, atol=1e-8)
+    fd = _fd(lambda dd: float((solve(dd)[-1] * weights).sum()), dv)
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-7)
