@@ -18,7 +18,7 @@ EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 NEEDS = {"dask_gradient_descent.py": "dask"}
 FIGURES = {"lotka_volterra_fit.py", "stiff_ode.py", "double_pendulum.py", "gp_regression.py",
            "newton_cg.py", "reaction_diffusion.py", "spring_network.py",
-           "softmax_regression.py", "dask_gradient_descent.py"}
+           "softmax_regression.py", "dask_gradient_descent.py", "robertson_fit.py"}
 """The examples that draw a figure: each takes --no-plot and --out DIR."""
 SMALL = {"dask_gradient_descent.py": ["--rows", "400000", "--chunk", "100000"]}
 """Smaller runs than the examples' defaults, where the default is not already seconds."""
