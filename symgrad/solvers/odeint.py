@@ -22,104 +22,20 @@ True
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import numpy as np
 
-from ..control.body import Body, marker, stand_in
-from ..errors import ConvergenceError, DTypeError, EagerMixError, ShapeError
+from ..errors import DTypeError, EagerMixError, ShapeError
 from ..graph.tensor import Tensor
 from ..ops.functions import F
-from ..ops.jvp import JVP_RULES
-from ..ops.opdef import OpDef
-from ..ops.registry import apply
 from ..ops.sources import constant
 from ..shapes import is_fully_known
+from .odeint_grad import API, solve
 
-__all__ = ["odeint", "solve"]
+__all__ = ["odeint"]
 
-API = "sg.odeint"
 METHODS = {"dopri5": "dopri5", "bdf": "rodas4", "radau": "rodas4", "rodas4": "rodas4"}
-
-
-class Spec:
-    """What an ``odeint`` node knows of its solve: the closed ``fun(y, t)``, the method and
-    its options. Its repr names only the options (compiled modules are shared)."""
-
-    def __init__(self, fun: Callable, method: str, rtol: float, atol: float, max_steps: int,
-                 blocks: Optional[tuple] = None):
-        self.fun, self.method, self.blocks = fun, method, blocks
-        self.rtol, self.atol, self.max_steps = rtol, atol, max_steps
-
-    def options(self) -> tuple:
-        return self.method, self.rtol, self.atol, self.max_steps
-
-    def __repr__(self) -> str:
-        return (f"odeint({self.method}, rtol={self.rtol:g}, atol={self.atol:g}, "
-                f"max_steps={self.max_steps})")
-
-
-# --- the node ---------------------------------------------------------------------------
-def _forward(ys, steps, reached, y0, t, *params, spec):
-    t = np.asarray(t)
-    if t.size > 1 and not np.all(np.diff(t) >= 0):
-        raise ValueError(f"{API}: t must be nondecreasing; got t = {np.array2string(t)[:80]}")
-    if not float(reached) >= float(t[-1]):
-        raise ConvergenceError(
-            f"{API}: the {spec.method} solve stopped at t={float(reached):.6g} before "
-            f"t[-1]={float(t[-1]):.6g} after {int(steps)} step(s) (max_steps="
-            f"{spec.max_steps}); raise max_steps, loosen rtol/atol, use method='bdf' for a "
-            "stiff system, or check f for a blow-up (NaN)")
-    return np.array(ys, copy=True)
-
-
-def _infer(ys, steps, reached, y0, t, *params, spec):
-    return ys.shape, ys.dtype
-
-
-def _vjp(g, out, ys, steps, reached, y0, t, *params, spec):
-    from .odeint_grad import vjp
-    return (None, None, None) + tuple(vjp(spec, g, out, y0, t, list(params)))
-
-
-def _jvp(tangents, out, ys, steps, reached, y0, t, *params, spec):
-    from .odeint_grad import jvp
-    return jvp(spec, tangents[3:], out, y0, t, list(params))
-
-
-ODEINT = OpDef("odeint", "structural", numpy=_forward, infer=_infer, vjp=_vjp,
-               public=False, doc="y of sg.odeint at the times t (the solve checked); "
-               "its derivatives are the adjoint's or the sensitivities'")
-JVP_RULES[ODEINT] = _jvp
-
-
-# --- the solve --------------------------------------------------------------------------
-def _integrate(spec: Spec, y0: Tensor, t: Tensor) -> tuple:
-    if spec.method == "dopri5":
-        from .dopri5 import dopri5
-        return dopri5(spec.fun, y0, t, spec.rtol, spec.atol, spec.max_steps)
-    from .stiff import rodas4
-    return rodas4(spec.fun, y0, t, spec.rtol, spec.atol, spec.max_steps, spec.blocks)
-
-
-def params_of(fun: Callable, y0: Tensor, t: Tensor) -> list:
-    """The float tensors ``fun(y, t)`` captures (traced once on stand-ins)."""
-    since = marker()
-    y, tt = stand_in(y0, "ode_y"), stand_in(F.getitem(t, (0,)), "ode_t")
-    body = Body([y, tt], [fun(y, tt)], since)
-    return [c for c in body.captures if c.dtype.kind == "f"]
-
-
-def solve(fun: Callable, y0: Tensor, t: Tensor, options: tuple,
-          blocks: Optional[tuple] = None) -> tuple:
-    """``fun``'s solution at ``t`` as one checked, differentiable ``odeint`` node, and the
-    number of steps tried. ``options``: (method, rtol, atol, max_steps); ``blocks``: a
-    sensitivity system's (n, m) (``stiff.py``)."""
-    spec = Spec(fun, *options, blocks=blocks)
-    params = params_of(fun, y0, t)
-    ys, steps, reached = _integrate(spec, y0, t)
-    node = apply(ODEINT, (ys, steps, reached, y0, t) + tuple(params), {"spec": spec})
-    return node, steps
 
 
 # --- the public function ----------------------------------------------------------------

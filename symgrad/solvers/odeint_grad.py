@@ -1,4 +1,4 @@
-"""The derivatives of an ``odeint`` node: the continuous adjoint and forward sensitivities.
+"""The ``odeint`` node (the solve checked) and its derivatives: the adjoint, sensitivities.
 
 Reverse mode, ``method="dopri5"``: the continuous adjoint, as JAX's ``odeint``. Between
 output times ``t[i]`` and ``t[i-1]`` (from the last) one solve integrates the augmented
@@ -24,17 +24,103 @@ system is usually small. Forward mode takes one direction per tangent.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
 from ..control.api import scan
+from ..control.body import Body, marker, stand_in
 from ..differentiate import gradients
+from ..errors import ConvergenceError
+from ..ops.jvp import JVP_RULES
+from ..ops.opdef import OpDef
+from ..ops.registry import apply
 from ..graph.tensor import Tensor
 from ..ops.functions import F
 from ..ops.sources import constant
 
-__all__ = ["vjp", "jvp"]
+__all__ = ["vjp", "jvp", "solve", "Spec", "ODEINT"]
+
+API = "sg.odeint"
+
+
+class Spec:
+    """What an ``odeint`` node knows of its solve: the closed ``fun(y, t)``, the method and
+    its options. Its repr names only the options (compiled modules are shared)."""
+
+    def __init__(self, fun: Callable, method: str, rtol: float, atol: float, max_steps: int,
+                 blocks: Optional[tuple] = None):
+        self.fun, self.method, self.blocks = fun, method, blocks
+        self.rtol, self.atol, self.max_steps = rtol, atol, max_steps
+
+    def options(self) -> tuple:
+        return self.method, self.rtol, self.atol, self.max_steps
+
+    def __repr__(self) -> str:
+        return (f"odeint({self.method}, rtol={self.rtol:g}, atol={self.atol:g}, "
+                f"max_steps={self.max_steps})")
+
+
+# --- the node ---------------------------------------------------------------------------
+def _forward(ys, steps, reached, y0, t, *params, spec):
+    t = np.asarray(t)
+    if t.size > 1 and not np.all(np.diff(t) >= 0):
+        raise ValueError(f"{API}: t must be nondecreasing; got t = {np.array2string(t)[:80]}")
+    if not float(reached) >= float(t[-1]):
+        raise ConvergenceError(
+            f"{API}: the {spec.method} solve stopped at t={float(reached):.6g} before "
+            f"t[-1]={float(t[-1]):.6g} after {int(steps)} step(s) (max_steps="
+            f"{spec.max_steps}); raise max_steps, loosen rtol/atol, use method='bdf' for a "
+            "stiff system, or check f for a blow-up (NaN)")
+    return np.array(ys, copy=True)
+
+
+def _infer(ys, steps, reached, y0, t, *params, spec):
+    return ys.shape, ys.dtype
+
+
+def _vjp(g, out, ys, steps, reached, y0, t, *params, spec):
+    return (None, None, None) + tuple(vjp(spec, g, out, y0, t, list(params)))
+
+
+def _jvp(tangents, out, ys, steps, reached, y0, t, *params, spec):
+    return jvp(spec, tangents[3:], out, y0, t, list(params))
+
+
+ODEINT = OpDef("odeint", "structural", numpy=_forward, infer=_infer, vjp=_vjp,
+               public=False, doc="y of sg.odeint at the times t (the solve checked); "
+               "its derivatives are the adjoint's or the sensitivities'")
+
+
+# --- the solve --------------------------------------------------------------------------
+def _integrate(spec: Spec, y0: Tensor, t: Tensor) -> tuple:
+    if spec.method == "dopri5":
+        from .dopri5 import dopri5
+        return dopri5(spec.fun, y0, t, spec.rtol, spec.atol, spec.max_steps)
+    from .stiff import rodas4
+    return rodas4(spec.fun, y0, t, spec.rtol, spec.atol, spec.max_steps, spec.blocks)
+
+
+def params_of(fun: Callable, y0: Tensor, t: Tensor) -> list:
+    """The float tensors ``fun(y, t)`` captures (traced once on stand-ins)."""
+    since = marker()
+    y, tt = stand_in(y0, "ode_y"), stand_in(F.getitem(t, (0,)), "ode_t")
+    body = Body([y, tt], [fun(y, tt)], since)
+    return [c for c in body.captures if c.dtype.kind == "f"]
+
+
+def solve(fun: Callable, y0: Tensor, t: Tensor, options: tuple,
+          blocks: Optional[tuple] = None) -> tuple:
+    """``fun``'s solution at ``t`` as one checked, differentiable ``odeint`` node, and the
+    number of steps tried. ``options``: (method, rtol, atol, max_steps); ``blocks``: a
+    sensitivity system's (n, m) (``stiff.py``)."""
+    spec = Spec(fun, *options, blocks=blocks)
+    params = params_of(fun, y0, t)
+    ys, steps, reached = _integrate(spec, y0, t)
+    node = apply(ODEINT, (ys, steps, reached, y0, t) + tuple(params), {"spec": spec})
+    return node, steps
+
+
 
 
 def _size(x: Tensor) -> int:
@@ -73,7 +159,6 @@ def _dot(a: Tensor, b: Tensor) -> Tensor:
 
 # --- reverse mode: the continuous adjoint ------------------------------------------------
 def _adjoint(spec, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor, params: list) -> tuple:
-    from .odeint import solve
     fun, n_t = spec.fun, int(t.shape[0])
     like = [y0, y0] + list(params)
 
@@ -139,7 +224,6 @@ def sensitivities(spec, y0: Tensor, t: Tensor, params: list, s0: Tensor,
     """``S`` at the times ``t``: shape (len(t), m) + y.shape, for m directions given by
     ``s0`` ((m,) + y.shape, ``S(t0)``) and ``p_dots`` (one (m,) + p.shape per parameter,
     or None)."""
-    from .odeint import solve
     fun, m = spec.fun, int(s0.shape[0])
     moved = [(p, d) for p, d in zip(params, p_dots) if d is not None]
     shape = tuple(y0.shape)
@@ -214,3 +298,6 @@ def jvp(spec, tangents: list, ys: Tensor, y0: Tensor, t: Tensor,
     if t_dot is not None:
         S = S + _f_at(spec, ys, t) * F.reshape(t_dot, (-1,) + (1,) * y0.ndim)
     return S
+
+
+JVP_RULES[ODEINT] = _jvp
