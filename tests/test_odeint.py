@@ -282,3 +282,14 @@ def test_reaction_diffusion_values_and_gradient():
     np.testing.assert_allclose(got, solve(dv), rtol=1e-6, atol=1e-8)
     fd = _fd(lambda dd: float((solve(dd)[-1] * weights).sum()), dv)
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-7)
+
+
+def test_second_derivative_by_the_adjoint_of_the_adjoint():
+    k = sg.placeholder("k")
+    ys = sg.odeint(decay, 1.0, [0.0, 1.5], k)
+    (g,) = sg.gradients(ys[1], k)
+    (h,) = sg.gradients(g, k)
+    got = sg.evaluate([g, h], {k: 0.7})
+    np.testing.assert_allclose(got, [-1.5 * np.exp(-1.05), 1.5 ** 2 * np.exp(-1.05)],
+                               rtol=1e-6)
+
