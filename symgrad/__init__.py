@@ -87,9 +87,9 @@ __all__ += ["cond", "fori_loop", "scan", "while_loop"]
 from .vectorized_map import map_fn, vectorized_map  # noqa: E402
 __all__ += ["map_fn", "vectorized_map"]
 # v5 solvers: roots differentiated implicitly (symgrad/solvers, docs/solvers.md)
-from .solvers import custom_root, root  # noqa: E402
+from .solvers import custom_root, odeint, root  # noqa: E402
 from .errors import ConvergenceError  # noqa: E402
-__all__ += ["custom_root", "root", "ConvergenceError"]
+__all__ += ["custom_root", "root", "odeint", "ConvergenceError"]
 
 
 def __getattr__(name: str):

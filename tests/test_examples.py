@@ -19,7 +19,7 @@ NEEDS = {"dask_gradient_descent.py": "dask"}
 FIGURES = {"lotka_volterra_fit.py", "stiff_ode.py", "double_pendulum.py", "gp_regression.py",
            "newton_cg.py", "reaction_diffusion.py", "spring_network.py",
            "softmax_regression.py", "dask_gradient_descent.py", "implicit_layer.py",
-           "vmap_ode_steps.py"}
+           "vmap_ode_steps.py", "robertson_fit.py"}
 """The examples that draw a figure: each takes --no-plot and --out DIR."""
 SMALL = {"dask_gradient_descent.py": ["--rows", "400000", "--chunk", "100000"],
          "implicit_layer.py": ["60"], "vmap_ode_steps.py": ["--quick"]}
