@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Optional
 
 from ...shapes import is_fully_known
 from ..plan.fold import FoldedGraph, LNode
 from ..plan.oprules import VIEWS
 from . import settings
-from .cost import (Estimate, admissible, budget_us, estimate, size_of, splits, statements,
-                   within_budget)
+from .cost import (Estimate, admissible, budget_us, estimate, known, size_of, splits,
+                   statements, units, within_budget)
 from .elements import ELEMENT_RULES
 
 __all__ = ["scalar_regions", "is_small", "size_of", "Choice"]
@@ -49,21 +50,27 @@ def _small_value(node: LNode, kinds: str) -> bool:
         (limit is None or size_of(node.shape) <= limit)
 
 
-def is_small(node: LNode) -> bool:
-    """A node the scalar pass may work per element (see the module docstring)."""
+def is_small(node: LNode, known: Optional[dict] = None, saved: int = 1) -> bool:
+    """A node the scalar pass may work per element (see the module docstring; ``known``
+    and ``saved``: ``cost.admissible``'s)."""
+    return _static(node) and (settings.SCALAR_ELEMENTS is not None or
+                              admissible(node, known, saved))
+
+
+def _static(node: LNode) -> bool:
+    """A node an element rule covers, of static small-dtype values."""
     if node.is_const or node.kind == "source":
         return False
     if node.kind != "elementwise" and node.op not in ELEMENT_RULES:
         return False
     if node.kind == "elementwise" and node.op.sympy is None:
         return False
-    return _small_value(node, "f") and all(_small_value(i, "fiub") for i in node.inputs) \
-        and (settings.SCALAR_ELEMENTS is not None or admissible(node))
+    return _small_value(node, "f") and all(_small_value(i, "fiub") for i in node.inputs)
 
 
-def _weight(node: LNode) -> int:
+def _weight(node: LNode, known: Optional[dict] = None) -> int:
     """What a node adds to a scalar kernel's build: its statements or its elements."""
-    return max(statements(node), size_of(node.shape))
+    return max(statements(node, known), size_of(node.shape))
 
 
 @dataclass(frozen=True)
@@ -180,8 +187,9 @@ def _candidates(graph: FoldedGraph, limits: dict) -> set:
     views (getitem, transpose, ...) that no small node reads: numpy gives those as views to
     the loops that read them (a copy out of a scalar kernel would cost more, and the loop
     nests match reads of such views)."""
-    small = {id(n) for n in graph.order if is_small(n) and
-             (id(n) not in limits or _weight(n) <= limits[id(n)])}
+    found, saved = known(graph, _static), units(graph)
+    small = {id(n) for n in graph.order if is_small(n, found, saved) and
+             (id(n) not in limits or _weight(n, found) <= limits[id(n)])}
     for node in reversed(graph.order):
         if id(node) in small and node.op in VIEWS and \
                 not any(id(c) in small for c in graph.consumers[id(node)]):
@@ -236,7 +244,8 @@ def scalar_regions(graph: FoldedGraph) -> list:
             break
         rejected += losers
         for c in losers:
-            keep = max(map(_weight, c.members)) // 2 if rounds < _ROUNDS else 0
+            found = known(graph)
+            keep = max(_weight(m, found) for m in c.members) // 2 if rounds < _ROUNDS else 0
             for m in c.members:
                 limits[id(m)] = min(limits.get(id(m), keep), keep)
     members = {id(m) for c in choices for m in c.members}
