@@ -25,9 +25,10 @@ the scalar pass (a source, a node no rule covers) is all distinct symbols, kept 
 >>> g = fold_graph(sg.gradients(sg.reduce_sum(x[3] * x[7]), [x]))
 >>> k = structure(g)
 >>> [(n.op.name, k[id(n)].terms) for n in g.order if not n.is_const][1:]
-[('getitem', 0), ('expr', 1), ('getitem_grad', 0), ('getitem', 0), ('expr', 1), ('getitem_grad', 0), ('expr', 0)]
+[('getitem', 0), ('expr', 0), ('getitem_grad', 0), ('getitem', 0), ('expr', 0), ('getitem_grad', 0), ('expr', 0)]
 
-(the sum of the two rows, each a non-zero in zeros, is no statement: dense, 100).
+(1 * x[7] is x[7]; the sum of the two rows, each a non-zero in zeros, is no statement:
+counted densely, 100).
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ __all__ = ["Classes", "structure", "READ"]
 READ = -1
 """The terms of a value the scalar pass reads (computed outside it): not counted here."""
 
-_ZERO, _NUMBER, _SYMBOL = 0, 1, 2
-"""The states of an element in an elementwise row pattern."""
+_ZERO, _NUMBER, _SYMBOL, _ONE = 0, 1, 2, 3
+"""The states of an element in an elementwise row pattern (class 0 is an exact zero, class
+1 an exact one: ``1*x`` is ``x``)."""
 
 
 @dataclass
@@ -67,7 +69,7 @@ class _Pass:
     """One pass over a graph: fresh class ids, the probes of formulas by pattern."""
 
     def __init__(self, counted, sums, contractions):
-        self.next = 1
+        self.next = 2
         self.probes: dict = {}
         self.formulas: dict = {}
         self.counted, self.sums, self.contractions = counted, sums, contractions
@@ -104,6 +106,7 @@ def _constant(node: LNode, run: _Pass) -> Classes:
     ids = np.arange(run.next, run.next + len(uniq), dtype=np.int64)
     run.next += len(uniq)
     ids[uniq == 0] = 0
+    ids[uniq == 1] = 1
     cls = ids[inverse].reshape(value.shape)
     return Classes(cls, np.ones(value.shape, bool), 0)
 
@@ -158,6 +161,7 @@ def _states(cls: np.ndarray, num: Optional[np.ndarray]) -> np.ndarray:
     if num is not None:
         states[num] = _NUMBER
     states[cls == 0] = _ZERO
+    states[cls == 1] = _ONE
     return states
 
 
@@ -175,7 +179,7 @@ def _elementwise(node: LNode, ins: list, run: _Pass) -> Classes:
             return Classes(None, None, n if kind == "statement" else 0)
         return Classes(np.full(shape, run.fresh(()).item()), None,   # all broadcast
                        int(kind == "statement"))
-    if len(ins) > 39:      # no pattern key: every element a statement
+    if len(ins) > 31:      # no pattern key: every element a statement
         return Classes(None, None, n)
     rows, states = [], []
     for i, x in zip(ins, node.inputs):
@@ -187,14 +191,14 @@ def _elementwise(node: LNode, ins: list, run: _Pass) -> Classes:
         key = key * np.uint64(0x9E3779B97F4A7C15) ^ r.astype(np.uint64)
     pattern = np.zeros(n, dtype=np.int64)
     for k, s in enumerate(states):
-        pattern += s * 3 ** k
+        pattern += s * 4 ** k
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     cls = np.empty(len(first), dtype=np.int64)
     num = np.zeros(len(first), dtype=bool)
     terms = 0
     for p in np.unique(pattern[first]):
         at = np.flatnonzero(pattern[first] == p)
-        kind, slot = _probe(node, tuple(int(p) // 3 ** k % 3 for k in range(len(ins))), run)
+        kind, slot = _probe(node, tuple(int(p) // 4 ** k % 4 for k in range(len(ins))), run)
         if kind == "zero":
             cls[at] = 0
             num[at] = True
@@ -227,7 +231,8 @@ def _evaluate(node: LNode, pattern: tuple, run: _Pass, fkey: tuple) -> tuple:
             formula = run.formulas[fkey] = node_formula(node)
         positional = formula[0]
         args = [ZERO if s == _ZERO and dtype_kind(i.dtype) == "f" else
-                number(0) if s == _ZERO else number(1.0 + 0.125 * (k + 1)) if
+                number(0) if s == _ZERO else number(1) if s == _ONE else
+                number(1.0 + 0.125 * (k + 1)) if
                 s == _NUMBER and dtype_kind(i.dtype) == "f" else
                 number(k + 2) if s == _NUMBER else positional[k]
                 for k, (s, i) in enumerate(zip(pattern, node.inputs))]
