@@ -5,11 +5,15 @@ A region worked per element is one call (``DISPATCH_NS``) running straight-line
 statements (``STATEMENT_NS`` each). The same region left to the kernel planner is one
 call per loop kernel and per structural step between them (``DISPATCH_NS`` each) running
 the same element work in loops (``ELEMENT_NS`` per element of each op: vector code, no
-spills). Statements are what the element rules emit (``elements.py``): one per element of
-an elementwise node; a sum (reduction, ``unbroadcast``, ``tile_grad``) its input elements;
-a contraction its products (n * m * k for a matmul; for an einsum or tensordot, of any
-number of operands, the product of its letters' lengths); a view or
-a move (getitem, stack, transpose, ...) none. The scalar form is chosen where it is cheaper
+spills). Statements are what the element rules emit (``elements.py``), counted on the
+structure of the values (``structure.py``: exact zeros, ones, numbers and equal elements,
+as a Jacobian's rows are mostly zeros): one per distinct element of an elementwise node
+that is not an atom; a sum (reduction, ``unbroadcast``, ``tile_grad``) its non-zero terms;
+a contraction its products that are not all numbers (densely n * m * k for a matmul; for
+an einsum or tensordot, of any number of operands, the product of its letters' lengths);
+a view or a move (getitem, stack, transpose, ``getitem_grad``, ...) none. A node joins a
+region while its statements cost at most the calls the program's structural steps could
+save (``admissible``, ``units``). The scalar form is chosen where it is cheaper
 at run time, and while the build time the program's scalar kernels add over the loops
 they replace (``BUILD_*_US`` per statement and per element read or written, against
 ``BUILD_UNIT_US`` per loop kernel or step) fits together in a budget that grows with

@@ -58,7 +58,19 @@ def is_small(node: LNode, known: Optional[dict] = None, saved: int = 1) -> bool:
 
 
 def _static(node: LNode) -> bool:
-    """A node an element rule covers, of static small-dtype values."""
+    """A node an element rule covers, of static small-dtype values (once per node)."""
+    found = _STATIC.get(id(node))
+    if found is None or found[0] is not node:
+        found = _STATIC[id(node)] = (node, _covered(node))
+    return found[1]
+
+
+_STATIC: dict = {}
+"""id(node) -> (node, _covered(node)) of the graph being chosen (``scalar_regions``
+clears it)."""
+
+
+def _covered(node: LNode) -> bool:
     if node.is_const or node.kind == "source":
         return False
     if node.kind != "elementwise" and node.op not in ELEMENT_RULES:
@@ -228,6 +240,13 @@ _ROUNDS = 16
 def scalar_regions(graph: FoldedGraph) -> list:
     """The regions that become scalar kernels: lists of member LNodes in graph order (the
     regions weighed are ``graph.scalar_choices``)."""
+    try:
+        return _chosen(graph)
+    finally:
+        _STATIC.clear()
+
+
+def _chosen(graph: FoldedGraph) -> list:
     limits: dict = {}
     rejected: list = []
     for rounds in itertools.count():

@@ -125,9 +125,11 @@ def structure(graph: FoldedGraph, counted=None, sums=frozenset(),
     for node in graph.order:
         if node.is_const:
             out[id(node)] = _constant(node, run)
-        elif node.kind == "source" or (small is not None and not small(node)) or \
-                not all(map(_static, (node,) + tuple(node.inputs))):
+        elif node.kind == "source" or not (small(node) if small is not None else
+                                           all(map(_static, (node,) + node.inputs))):
             out[id(node)] = Classes(None, None, READ)
+        elif node.kind == "elementwise" and not node.shape:
+            out[id(node)] = Classes(None, None, 1)   # a scalar: one statement, no pattern
         else:
             out[id(node)] = _node(node, [out[id(i)] for i in node.inputs], run)
     graph.scalar_structure = out
@@ -145,6 +147,8 @@ def _node(node: LNode, ins: list, run: _Pass) -> Classes:
         return _sum(node, ins, run)
     if node.op in run.contractions:
         return _contraction(node, ins, run)
+    if all(i.cls is None for i in ins) and n <= _size(node.inputs[0].shape):
+        return Classes(None, None, 0)   # a part of distinct symbols (a repeat counted apart)
     try:        # a move (or getitem_grad): its numpy forward on the classes
         arrays = [run.dense(i, x.shape) for i, x in zip(ins, node.inputs)]
         cls = np.asarray(node.op.numpy(*(a for a, _ in arrays), **node.attrs))
@@ -169,18 +173,15 @@ def _elementwise(node: LNode, ins: list, run: _Pass) -> Classes:
     shape = tuple(node.shape)
     n = _size(shape)
     sizes = [_size(x.shape) for x in node.inputs]
-    plain = all(i.cls is None and m == n or m == 1 and _states(*run.dense(i, x.shape))
-                .ravel()[0] == _SYMBOL for i, x, m in zip(ins, node.inputs, sizes))
-    if plain:       # every input all distinct symbols, or one symbol broadcast
+    if all(i.cls is None for i in ins) and n in sizes:   # all distinct symbols
         kind, slot = _probe(node, (_SYMBOL,) * len(ins), run)
         if kind == "slot" and sizes[slot] == n:
             return ins[slot]
-        if any(i.cls is None and m == n for i, m in zip(ins, sizes)):
-            return Classes(None, None, n if kind == "statement" else 0)
-        return Classes(np.full(shape, run.fresh(()).item()), None,   # all broadcast
-                       int(kind == "statement"))
+        return Classes(None, None, n if kind == "statement" else 0)
     if len(ins) > 31:      # no pattern key: every element a statement
         return Classes(None, None, n)
+    if n <= _SMALL and all(m in (1, n) for m in sizes):
+        return _listed(node, ins, sizes, run)
     rows, states = [], []
     for i, x in zip(ins, node.inputs):
         cls, num = run.dense(i, x.shape)
@@ -213,11 +214,49 @@ def _elementwise(node: LNode, ins: list, run: _Pass) -> Classes:
     return Classes(cls[inverse].reshape(shape), num[inverse].reshape(shape), terms)
 
 
+_SMALL = 64
+"""Values of at most this many elements are worked in Python lists (numpy's calls cost
+more than the elements there)."""
+
+
+def _listed(node: LNode, ins: list, sizes: list, run: _Pass) -> Classes:
+    """``_elementwise`` on lists: inputs of one element or of the node's shape."""
+    n = _size(node.shape)
+    columns, states = [], []
+    for i, x, m in zip(ins, node.inputs, sizes):
+        cls, num = run.dense(i, x.shape)
+        c, u = cls.ravel().tolist(), num.ravel().tolist()
+        st = [_ZERO if a == 0 else _ONE if a == 1 else _NUMBER if b else _SYMBOL
+              for a, b in zip(c, u)]
+        columns.append(c * n if m == 1 else c)
+        states.append(st * n if m == 1 else st)
+    made: dict = {}
+    out, num_out = [], []
+    terms = 0
+    for row, pattern in zip(zip(*columns), zip(*states)):
+        found = made.get(row)
+        if found is None:
+            kind, slot = _probe(node, pattern, run)
+            if kind == "slot":
+                found = (row[slot], pattern[slot] != _SYMBOL)
+            elif kind == "zero":
+                found = (0, True)
+            else:
+                found = (run.next, kind == "number")
+                run.next += 1
+                terms += kind == "statement"
+            made[row] = found
+        out.append(found[0])
+        num_out.append(found[1])
+    return Classes(np.array(out, np.int64).reshape(node.shape),
+                   np.array(num_out, bool).reshape(node.shape), terms)
+
+
 def _probe(node: LNode, pattern: tuple, run: _Pass) -> tuple:
     """What ``node``'s formula gives on inputs in states ``pattern``: ("zero"|"number"|
     "statement", None) or ("slot", k) (input k passed through), as the element rules
     bind it (an exact zero term of a sum dropped)."""
-    key = (node.op, _attrs_key(node.attrs), tuple(i.dtype for i in node.inputs), pattern)
+    key = (node.op, _attrs_key(node.attrs), tuple(i.dtype.str for i in node.inputs), pattern)
     found = run.probes.get(key)
     if found is None:
         found = run.probes[key] = _evaluate(node, pattern, run, key[:3])
