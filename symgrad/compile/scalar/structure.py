@@ -25,10 +25,10 @@ the scalar pass (a source, a node no rule covers) is all distinct symbols, kept 
 >>> g = fold_graph(sg.gradients(sg.reduce_sum(x[3] * x[7]), [x]))
 >>> k = structure(g)
 >>> [(n.op.name, k[id(n)].terms) for n in g.order if not n.is_const][1:]
-[('getitem', 0), ('expr', 0), ('getitem_grad', 0), ('getitem', 0), ('expr', 0), ('getitem_grad', 0), ('expr', 0)]
+[('getitem', 0), ('expr', 1), ('getitem_grad', 0), ('getitem', 0), ('expr', 1), ('getitem_grad', 0), ('expr', 0)]
 
-(1 * x[7] is x[7]; the sum of the two rows, each a non-zero in zeros, is no statement:
-counted densely, 100).
+(a computed scalar is counted one statement; the sum of the two rows, each a non-zero in
+zeros, is none: counted densely, 100).
 """
 
 from __future__ import annotations
