@@ -289,11 +289,11 @@ def _ir(members: list) -> bool:
         i.is_const or i.dtype.name in _IR_DTYPES for i in m.inputs) for m in members)
 
 
-def estimate(members: list, graph: FoldedGraph) -> Estimate:
-    """Both forms of the region ``members`` (LNodes of ``graph``, in graph order)."""
+def estimate(members: list, graph: FoldedGraph, found: Optional[dict] = None) -> Estimate:
+    """Both forms of the region ``members`` (LNodes of ``graph``, in graph order), its
+    statements counted on ``found`` (``known(graph)``) where given, else densely."""
     steps = sum(map(splits, members))
     kernels = len({_loop_shape(m) for m in members if not splits(m)})
     reads, writes, scatters = _io(members, graph)
-    found = known(graph)
     return Estimate(sum(statements(m, found) for m in members), reads, writes, kernels, steps,
                     _ir(members), scatters)

@@ -194,19 +194,26 @@ class _Regions:
             self.deps[id(node)] = self.roots(deps)
 
 
-def _candidates(graph: FoldedGraph, limits: dict) -> set:
-    """Ids of the small nodes within their ``limits`` (id -> heaviest weight kept), less the
-    views (getitem, transpose, ...) that no small node reads: numpy gives those as views to
-    the loops that read them (a copy out of a scalar kernel would cost more, and the loop
-    nests match reads of such views)."""
-    found, saved = known(graph, _static), units(graph)
-    small = {id(n) for n in graph.order if is_small(n, found, saved) and
-             (id(n) not in limits or _weight(n, found) <= limits[id(n)])}
+def _candidates(graph: FoldedGraph, limits: dict, found: Optional[dict]) -> tuple:
+    """(ids of the small nodes within their ``limits`` (id -> heaviest weight kept), less
+    the views (getitem, transpose, ...) that no small node reads: numpy gives those as
+    views to the loops that read them (a copy out of a scalar kernel would cost more, and
+    the loop nests match reads of such views); whether a node was declined by its
+    statements). ``found``: the values' structure, or None (counted densely)."""
+    saved = units(graph)
+    small, declined = set(), False
+    for n in graph.order:
+        if not _static(n):
+            continue
+        if not is_small(n, found, saved):
+            declined = True
+        elif id(n) not in limits or _weight(n, found) <= limits[id(n)]:
+            small.add(id(n))
     for node in reversed(graph.order):
         if id(node) in small and node.op in VIEWS and \
                 not any(id(c) in small for c in graph.consumers[id(node)]):
             small.discard(id(node))
-    return small
+    return small, declined
 
 
 def _worth(members: list) -> bool:
@@ -242,35 +249,46 @@ def scalar_regions(graph: FoldedGraph) -> list:
     regions weighed are ``graph.scalar_choices``)."""
     try:
         return _chosen(graph)
-    finally:
+    finally:        # the classes are the size of the graph's values: not kept with it
         _STATIC.clear()
+        graph.scalar_structure = None
 
 
 def _chosen(graph: FoldedGraph) -> list:
-    limits: dict = {}
-    rejected: list = []
-    for rounds in itertools.count():
-        found = [m for m in _grown(graph, _candidates(graph, limits)) if _worth(m)]
-        if settings.SCALAR_ELEMENTS is not None:      # the rule before the cost model
-            graph.scalar_choices = []
-            return found
-        estimates = [estimate(m, graph) for m in found]
-        budget = budget_us(graph)
-        choices = [Choice(tuple(m), e, fits, budget) for m, e, fits in
-                   zip(found, estimates, within_budget(estimates, budget))]
-        losers = [c for c in choices if not c.chosen]
-        if not losers:
-            break
-        rejected += losers
-        for c in losers:
-            found = known(graph)
-            keep = max(_weight(m, found) for m in c.members) // 2 if rounds < _ROUNDS else 0
-            for m in c.members:
-                limits[id(m)] = min(limits.get(id(m), keep), keep)
-    members = {id(m) for c in choices for m in c.members}
-    rejected = [c for c in rejected if not all(id(m) in members for m in c.members)]
-    graph.scalar_choices = choices + _distinct(rejected)
-    return [list(c.members) for c in choices]
+    """Counted densely first (cheap); where that declines a node or a region, again on
+    the values' structure (``cost.known``: exact zeros, numbers, equal elements)."""
+    found = None
+    while True:
+        limits: dict = {}
+        rejected: list = []
+        for rounds in itertools.count():
+            small, declined = _candidates(graph, limits, found)
+            regions = [m for m in _grown(graph, small) if _worth(m)]
+            if settings.SCALAR_ELEMENTS is not None:      # the rule before the cost model
+                graph.scalar_choices = []
+                return regions
+            if found is None and declined:
+                break
+            estimates = [estimate(m, graph, found) for m in regions]
+            budget = budget_us(graph)
+            choices = [Choice(tuple(m), e, fits, budget) for m, e, fits in
+                       zip(regions, estimates, within_budget(estimates, budget))]
+            losers = [c for c in choices if not c.chosen]
+            if not losers or found is None:
+                break
+            rejected += losers
+            for c in losers:
+                keep = max(_weight(m, found) for m in c.members) // 2 if rounds < _ROUNDS \
+                    else 0
+                for m in c.members:
+                    limits[id(m)] = min(limits.get(id(m), keep), keep)
+        if found is None and (declined or losers):
+            found = known(graph, _static)
+            continue
+        members = {id(m) for c in choices for m in c.members}
+        rejected = [c for c in rejected if not all(id(m) in members for m in c.members)]
+        graph.scalar_choices = choices + _distinct(rejected)
+        return [list(c.members) for c in choices]
 
 
 def _distinct(rejected: list) -> list:
