@@ -43,6 +43,8 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
+
 from ...ops.contraction import records as C
 from ...ops.contraction.records import letter_sizes, parse_subscripts, tensordot_subscripts
 from ...ops.indexing import records as I
@@ -281,12 +283,14 @@ def _io(members: list, graph: FoldedGraph) -> tuple:
 _IR_DTYPES = frozenset({"float64", "bool"})
 """The values a kernel written as LLVM IR holds (``source._IR_KINDS``); numba compiles
 the others."""
+_IR_CHARS = frozenset(np.dtype(name).char for name in _IR_DTYPES)
+"""The same by numpy's type characters (a dtype's ``name`` is built at each read)."""
 
 
 def _ir(members: list) -> bool:
     """Every value the region reads or makes is float64 or bool (``source._native``)."""
-    return all(m.dtype.name in _IR_DTYPES and all(
-        i.is_const or i.dtype.name in _IR_DTYPES for i in m.inputs) for m in members)
+    return all(m.dtype.char in _IR_CHARS and all(
+        i.is_const or i.dtype.char in _IR_CHARS for i in m.inputs) for m in members)
 
 
 def estimate(members: list, graph: FoldedGraph, found: Optional[dict] = None) -> Estimate:
