@@ -115,7 +115,7 @@ def _counted(node: LNode) -> Optional[int]:
 def known(graph: FoldedGraph, small=None) -> dict:
     """The structure of ``graph``'s values (``structure.structure``, cached on it), with
     ``small(node)`` the nodes a scalar kernel may make (others are read)."""
-    return structure(graph, _counted, _SUMS, _CONTRACTIONS, small)
+    return structure(graph, _counted, _SUMS, dict.fromkeys(_CONTRACTIONS, _products), small)
 
 
 def _products(node: LNode) -> int:

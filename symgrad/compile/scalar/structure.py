@@ -72,7 +72,8 @@ class _Pass:
         self.next = 2
         self.probes: dict = {}
         self.formulas: dict = {}
-        self.counted, self.sums, self.contractions = counted, sums, contractions
+        self.counted, self.sums = counted, sums
+        self.contractions = contractions    # {record: its dense products(node)}
 
     def fresh(self, shape) -> np.ndarray:
         n = _size(shape)
@@ -112,15 +113,16 @@ def _constant(node: LNode, run: _Pass) -> Classes:
 
 
 def structure(graph: FoldedGraph, counted=None, sums=frozenset(),
-              contractions=frozenset(), small=None) -> dict:
+              contractions=None, small=None) -> dict:
     """{id(node): Classes} for every node of ``graph`` (cached on it). ``counted(node)``:
     the terms of a rule that counts its own (None otherwise); ``sums`` and
-    ``contractions``: the records that sum their inputs or products; ``small(node)``:
+    ``contractions``: the records that sum their inputs, and {record: products(node)} of
+    those that sum products (counted densely); ``small(node)``:
     whether the scalar pass may work the node per element (else its value is read)."""
     found = getattr(graph, "scalar_structure", None)
     if found is not None:
         return found
-    run = _Pass(counted, sums, contractions)
+    run = _Pass(counted, sums, contractions or {})
     out: dict = {}
     for node in graph.order:
         if node.is_const:
@@ -315,9 +317,9 @@ def _sum(node: LNode, ins: list, run: _Pass) -> Classes:
 def _contraction(node: LNode, ins: list, run: _Pass) -> Classes:
     """A contraction: its products that are not all numbers (a zero factor of a symbol
     stays a term: ``0.0*x``)."""
-    from .cost import _products
+    products = run.contractions[node.op]
     if all(i.cls is None for i in ins):
-        return Classes(None, None, _products(node))
+        return Classes(None, None, products(node))
     arrays = [run.dense(i, x.shape) for i, x in zip(ins, node.inputs)]
     try:
         whole = np.asarray(node.op.numpy(*(np.ones(a.shape) for a, _ in arrays),
@@ -325,6 +327,6 @@ def _contraction(node: LNode, ins: list, run: _Pass) -> Classes:
         free = np.asarray(node.op.numpy(*((m | (a == 0)).astype(np.float64)
                                           for a, m in arrays), **node.attrs), np.float64)
     except Exception:       # noqa: BLE001
-        return Classes(None, None, _products(node))
+        return Classes(None, None, products(node))
     terms = np.rint(whole - free).astype(np.int64).reshape(node.shape)
     return Classes(run.fresh(node.shape), terms == 0, int(terms.sum()))
