@@ -197,3 +197,120 @@ def test_linalg_rules_count_their_statements():
                                       sg.placeholder("bn", (n, 1)))])
     node = [m for m in big.order if m.op is node.op][0]
     assert cost.statements(node) == cost.UNBOUNDED and not cost.admissible(node)
+
+
+# --- the structure of values (compile/scalar/structure.py): estimates vs real statements ---
+
+def _real_and_estimated(graph) -> tuple:
+    """(statements region_code makes for every node the pass may work per element as one
+    region, the estimate of that region, the dense count): no compile."""
+    from symgrad.compile.scalar import cost, select
+    members = [n for n in graph.order if select._static(n)]
+    ids = {id(n) for n in members}
+    inputs = []
+    for n in members:
+        inputs += [i for i in n.inputs if id(i) not in ids and not i.is_const and
+                   all(i is not j for j in inputs)]
+    wanted = {id(o) for o in graph.outputs}
+    outputs = [n for n in members if id(n) in wanted or
+               any(id(c) not in ids for c in graph.consumers[id(n)])]
+    code, _, _ = region_code(members, inputs, outputs)
+    found = cost.known(graph, select._static)
+    return (len(code), sum(statements(n, found) for n in members),
+            sum(statements(n) for n in members))
+
+
+def _kinetics(n: int, seed: int = 0):
+    """The mass-action network of benchmarks/build_time.py (case b): n species, 2n random
+    bimolecular reactions, from sympy; rhs and its Jacobian."""
+    from benchmarks.build_time import kinetics_model
+    states, rhs = kinetics_model(n, seed)
+    x = sg.placeholder("x", (n,))
+    y = sg.reshape(sg.from_sympy(rhs, {s: x[i] for i, s in enumerate(states)}), (n,))
+    return x, [y, sg.jacobian(y, x)]
+
+
+def _pendulum(links: int):
+    """Case a of benchmarks/build_time.py: rhs = [u, solve(M, F)] and its Jacobian."""
+    from benchmarks.build_time import _sg_a, _model
+    (x,), outputs, _ = _sg_a(sg, links, _model("a", links))
+    return x, outputs
+
+
+@pytest.mark.parametrize("build, size", [(_kinetics, 20), (_pendulum, 2)])
+def test_estimates_track_the_statements_a_kernel_emits(build, size):
+    """A Jacobian's rows are mostly exact zeros and equal elements: the estimate stays
+    within a small factor of the statements the element rules emit (never below half),
+    where the dense count is many times over."""
+    _, outputs = build(size)
+    real, estimated, dense = _real_and_estimated(fold_graph(outputs))
+    assert 0.5 * real <= estimated <= 2.5 * real, (real, estimated)
+    if build is _kinetics:
+        assert dense > 5 * real, (real, dense)
+
+
+def test_sums_of_rows_in_zeros_emit_no_statements():
+    """Sums of getitem_grads into zeros at distinct entries are the entries themselves;
+    a zero factor of a symbol stays a statement (``0.0*x``), once per distinct value."""
+    from symgrad.compile.scalar import cost
+    x = sg.placeholder("x", shape=(50,))
+    loss = sg.reduce_sum(sg.stack([x[i] * x[i + 1] for i in range(0, 48, 2)]))
+    graph = fold_graph(sg.gradients(loss, [x]))
+    found = cost.known(graph)
+    sums = [n for n in graph.order if n.kind == "elementwise" and n.shape == (50,)]
+    assert sums and all(statements(n, found) <= 1 for n in sums)
+    assert all(statements(n) == 50 for n in sums)
+    seed = sg.constant(np.eye(5)[2])
+    s = sg.placeholder("s", shape=())
+    graph = fold_graph([seed * sg.sin(s)])
+    (node,) = [n for n in graph.order if n.shape == (5,) and not n.is_const]
+    assert statements(node, cost.known(graph)) == 1       # 0.0*t (1*t is t)
+    assert _real_and_estimated(graph)[:2] == (2, 2)       # and t = sin(s)
+
+
+def test_a_100_species_network_is_one_scalar_kernel():
+    """Case b's 100-species rhs and Jacobian (3,000 nodes): one scalar kernel by the model
+    (counted densely its Jacobian was 131,000 statements and the region was refused)."""
+    _, outputs = _kinetics(100)
+    graph = fold_graph(outputs)
+    g, regions = scalar_graph(graph)
+    assert len(regions) == 1
+    assert not any(n.kind == "elementwise" for n in g.order)      # no loop kernel left
+    (choice,) = [c for c in graph.scalar_choices if c.chosen]
+    assert choice.estimate.statements < 10_000 < sum(map(statements, choice.members))
+
+
+def test_a_121_entry_mass_matrix_and_its_jacobian_are_one_scalar_kernel():
+    """An 11 x 11 mass-matrix-like M(q), solve(M, f(q)) and the Jacobian (the pendulum's
+    form): one scalar kernel, the batched products of the Jacobian included."""
+    q = sg.placeholder("q", shape=(11,))
+    m = sg.stack([sg.stack([sg.cos(q[i] - q[j]) * float(11 - max(i, j)) + (i == j)
+                            for j in range(11)]) for i in range(11)])
+    f = sg.reshape(sg.stack([sg.sin(q[i]) * q[(i + 1) % 11] for i in range(11)]), (11, 1))
+    y = sg.linalg.solve(m, f)[:, 0]
+    graph = fold_graph([y, sg.jacobian(y, q)])
+    _, regions = scalar_graph(graph)
+    assert len(regions) == 1
+    assert not any(not c.chosen for c in graph.scalar_choices)
+    fn = sg.function([q], [y, sg.jacobian(y, q)])
+    assert _scalar_kernels(fn) == 1 and fn.plan.kernels == []
+    v = np.linspace(-0.5, 0.5, 11)
+    for got, want in zip(fn(v), sg.evaluate([y, sg.jacobian(y, q)], {q: v})):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def test_the_program_bound_on_admission_keeps_64x64_matmuls_out():
+    """A node is admissible while its extra statements cost at most the calls the
+    program's steps could save (``cost.units``): a 64 x 64 matmul among a few steps is
+    not; the same product among thousands of steps would be weighed by its region."""
+    from symgrad.compile.scalar import cost
+    a = sg.placeholder("a", shape=(64, 64))
+    graph = fold_graph([sg.tanh(sg.matmul(a, sg.transpose(a)))[1:]])
+    saved = cost.units(graph)
+    assert saved <= 4
+    found = cost.known(graph)
+    assert not any(admissible(n, found, saved) for n in graph.order[1:] if n.op is not None
+                   and statements(n) >= 64 ** 3)
+    assert scalar_graph(graph)[1] == []
+    node = [n for n in graph.order if statements(n) == 64 ** 3][0]
+    assert admissible(node, found, 64 ** 3)

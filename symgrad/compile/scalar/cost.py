@@ -5,11 +5,15 @@ A region worked per element is one call (``DISPATCH_NS``) running straight-line
 statements (``STATEMENT_NS`` each). The same region left to the kernel planner is one
 call per loop kernel and per structural step between them (``DISPATCH_NS`` each) running
 the same element work in loops (``ELEMENT_NS`` per element of each op: vector code, no
-spills). Statements are what the element rules emit (``elements.py``): one per element of
-an elementwise node; a sum (reduction, ``unbroadcast``, ``tile_grad``) its input elements;
-a contraction its products (n * m * k for a matmul; for an einsum or tensordot, of any
-number of operands, the product of its letters' lengths); a view or
-a move (getitem, stack, transpose, ...) none. The scalar form is chosen where it is cheaper
+spills). Statements are what the element rules emit (``elements.py``), counted on the
+structure of the values (``structure.py``: exact zeros, ones, numbers and equal elements,
+as a Jacobian's rows are mostly zeros): one per distinct element of an elementwise node
+that is not an atom; a sum (reduction, ``unbroadcast``, ``tile_grad``) its non-zero terms;
+a contraction its products that are not all numbers (densely n * m * k for a matmul; for
+an einsum or tensordot, of any number of operands, the product of its letters' lengths);
+a view or a move (getitem, stack, transpose, ``getitem_grad``, ...) none. A node joins a
+region while its statements cost at most the calls the program's structural steps could
+save (``admissible``, ``units``). The scalar form is chosen where it is cheaper
 at run time, and while the build time the program's scalar kernels add over the loops
 they replace (``BUILD_*_US`` per statement and per element read or written, against
 ``BUILD_UNIT_US`` per loop kernel or step) fits together in a budget that grows with
@@ -37,6 +41,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
 
 from ...ops.contraction import records as C
 from ...ops.contraction.records import letter_sizes, parse_subscripts, tensordot_subscripts
@@ -47,9 +54,10 @@ from ..plan.fold import FoldedGraph, LNode
 from ..plan.oprules import FUSED_REDUCTIONS, S
 from . import settings
 from .elements import ELEMENT_RULES
+from .structure import READ, structure
 
-__all__ = ["Estimate", "estimate", "statements", "splits", "size_of", "admissible",
-           "budget_us", "within_budget"]
+__all__ = ["Estimate", "estimate", "statements", "known", "units", "splits", "size_of",
+           "admissible", "budget_us", "within_budget"]
 
 UNBOUNDED = 1 << 62
 """The statements of a rule that declines the node (a matrix above its size): never
@@ -68,8 +76,10 @@ def size_of(shape: tuple) -> int:
     return n
 
 
-def statements(node: LNode) -> int:
-    """Statements (terms) the element rule of ``node`` emits (see the module docstring).
+def statements(node: LNode, known: Optional[dict] = None) -> int:
+    """Statements (terms) the element rule of ``node`` emits (see the module docstring):
+    from ``known`` (``structure.structure``: exact zeros, numbers and equal elements
+    counted once) where given, else dense.
 
     >>> import symgrad as sg
     >>> from symgrad.compile.plan.fold import fold_graph
@@ -77,18 +87,35 @@ def statements(node: LNode) -> int:
     >>> [statements(n) for n in fold_graph([sg.tanh(sg.matmul(a, a))]).order[1:]]
     [262144, 4096]
     """
+    found = known.get(id(node)) if known is not None else None
+    if found is not None and found.terms != READ:
+        return found.terms
     out = size_of(node.shape)
     if node.kind == "elementwise":
         return out
-    counted = getattr(ELEMENT_RULES.get(node.op), "statements", None)
+    counted = _counted(node)
     if counted is not None:          # rules that count their own (linalg_elements.py)
-        n = counted(node)
-        return UNBOUNDED if n is None else n
+        return counted
     if node.op in _SUMS:
         return size_of(node.inputs[0].shape)
     if node.op in _CONTRACTIONS:
         return _products(node)
     return 0
+
+
+def _counted(node: LNode) -> Optional[int]:
+    """The statements of a rule that counts its own (small linalg), else None."""
+    counted = getattr(ELEMENT_RULES.get(node.op), "statements", None)
+    if counted is None:
+        return None
+    n = counted(node)
+    return UNBOUNDED if n is None else n
+
+
+def known(graph: FoldedGraph, small=None) -> dict:
+    """The structure of ``graph``'s values (``structure.structure``, cached on it), with
+    ``small(node)`` the nodes a scalar kernel may make (others are read)."""
+    return structure(graph, _counted, _SUMS, dict.fromkeys(_CONTRACTIONS, _products), small)
 
 
 def _products(node: LNode) -> int:
@@ -122,17 +149,23 @@ def splits(node: LNode) -> bool:
         node.op is not S.getitem_grad
 
 
-def admissible(node: LNode) -> bool:
-    """A node whose statements cost at most one call more than its loop (worked per
-    element it cannot lose more than the scalar form saves by removing one unit), each
+def units(graph: FoldedGraph) -> int:
+    """The most calls a scalar kernel of ``graph`` can save: one per structural step the
+    planner would make, and one kernel."""
+    return 1 + sum(splits(n) for n in graph.order if not n.is_const and n.kind != "source")
+
+
+def admissible(node: LNode, known: Optional[dict] = None, saved: int = 1) -> bool:
+    """A node whose statements cost at most ``saved`` calls more than its loop (worked
+    per element it cannot lose more than a region of the program saves: ``units``), each
     element one statement of at most ``MAX_TERMS`` terms; small linear algebra within
     its rule's size (the region's estimate weighs its statements)."""
-    work = statements(node)
+    work = statements(node, known)
     # a rule that counts its own statements (small linalg) emits many short ones, not one
     # sum, and bounds its own size (its loop form is a LAPACK call, not a fused loop)
     if getattr(ELEMENT_RULES.get(node.op), "statements", None) is not None:
         return work < UNBOUNDED
-    if work * (settings.STATEMENT_NS - settings.ELEMENT_NS) > settings.DISPATCH_NS:
+    if work * (settings.STATEMENT_NS - settings.ELEMENT_NS) > settings.DISPATCH_NS * saved:
         return False
     return work <= settings.MAX_TERMS * size_of(node.shape)
 
@@ -250,18 +283,21 @@ def _io(members: list, graph: FoldedGraph) -> tuple:
 _IR_DTYPES = frozenset({"float64", "bool"})
 """The values a kernel written as LLVM IR holds (``source._IR_KINDS``); numba compiles
 the others."""
+_IR_CHARS = frozenset(np.dtype(name).char for name in _IR_DTYPES)
+"""The same by numpy's type characters (a dtype's ``name`` is built at each read)."""
 
 
 def _ir(members: list) -> bool:
     """Every value the region reads or makes is float64 or bool (``source._native``)."""
-    return all(m.dtype.name in _IR_DTYPES and all(
-        i.is_const or i.dtype.name in _IR_DTYPES for i in m.inputs) for m in members)
+    return all(m.dtype.char in _IR_CHARS and all(
+        i.is_const or i.dtype.char in _IR_CHARS for i in m.inputs) for m in members)
 
 
-def estimate(members: list, graph: FoldedGraph) -> Estimate:
-    """Both forms of the region ``members`` (LNodes of ``graph``, in graph order)."""
+def estimate(members: list, graph: FoldedGraph, found: Optional[dict] = None) -> Estimate:
+    """Both forms of the region ``members`` (LNodes of ``graph``, in graph order), its
+    statements counted on ``found`` (``known(graph)``) where given, else densely."""
     steps = sum(map(splits, members))
     kernels = len({_loop_shape(m) for m in members if not splits(m)})
     reads, writes, scatters = _io(members, graph)
-    return Estimate(sum(map(statements, members)), reads, writes, kernels, steps,
+    return Estimate(sum(statements(m, found) for m in members), reads, writes, kernels, steps,
                     _ir(members), scatters)

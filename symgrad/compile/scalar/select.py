@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Optional
 
 from ...shapes import is_fully_known
 from ..plan.fold import FoldedGraph, LNode
 from ..plan.oprules import VIEWS
 from . import settings
-from .cost import (Estimate, admissible, budget_us, estimate, size_of, splits, statements,
-                   within_budget)
+from .cost import (Estimate, admissible, budget_us, estimate, known, size_of, splits,
+                   statements, units, within_budget)
 from .elements import ELEMENT_RULES
 
 __all__ = ["scalar_regions", "is_small", "size_of", "Choice"]
@@ -49,21 +50,39 @@ def _small_value(node: LNode, kinds: str) -> bool:
         (limit is None or size_of(node.shape) <= limit)
 
 
-def is_small(node: LNode) -> bool:
-    """A node the scalar pass may work per element (see the module docstring)."""
+def is_small(node: LNode, known: Optional[dict] = None, saved: int = 1) -> bool:
+    """A node the scalar pass may work per element (see the module docstring; ``known``
+    and ``saved``: ``cost.admissible``'s)."""
+    return _static(node) and (settings.SCALAR_ELEMENTS is not None or
+                              admissible(node, known, saved))
+
+
+def _static(node: LNode) -> bool:
+    """A node an element rule covers, of static small-dtype values (once per node)."""
+    found = _STATIC.get(id(node))
+    if found is None or found[0] is not node:
+        found = _STATIC[id(node)] = (node, _covered(node))
+    return found[1]
+
+
+_STATIC: dict = {}
+"""id(node) -> (node, _covered(node)) of the graph being chosen (``scalar_regions``
+clears it)."""
+
+
+def _covered(node: LNode) -> bool:
     if node.is_const or node.kind == "source":
         return False
     if node.kind != "elementwise" and node.op not in ELEMENT_RULES:
         return False
     if node.kind == "elementwise" and node.op.sympy is None:
         return False
-    return _small_value(node, "f") and all(_small_value(i, "fiub") for i in node.inputs) \
-        and (settings.SCALAR_ELEMENTS is not None or admissible(node))
+    return _small_value(node, "f") and all(_small_value(i, "fiub") for i in node.inputs)
 
 
-def _weight(node: LNode) -> int:
+def _weight(node: LNode, known: Optional[dict] = None) -> int:
     """What a node adds to a scalar kernel's build: its statements or its elements."""
-    return max(statements(node), size_of(node.shape))
+    return max(statements(node, known), size_of(node.shape))
 
 
 @dataclass(frozen=True)
@@ -175,18 +194,26 @@ class _Regions:
             self.deps[id(node)] = self.roots(deps)
 
 
-def _candidates(graph: FoldedGraph, limits: dict) -> set:
-    """Ids of the small nodes within their ``limits`` (id -> heaviest weight kept), less the
-    views (getitem, transpose, ...) that no small node reads: numpy gives those as views to
-    the loops that read them (a copy out of a scalar kernel would cost more, and the loop
-    nests match reads of such views)."""
-    small = {id(n) for n in graph.order if is_small(n) and
-             (id(n) not in limits or _weight(n) <= limits[id(n)])}
+def _candidates(graph: FoldedGraph, limits: dict, found: Optional[dict]) -> tuple:
+    """(ids of the small nodes within their ``limits`` (id -> heaviest weight kept), less
+    the views (getitem, transpose, ...) that no small node reads: numpy gives those as
+    views to the loops that read them (a copy out of a scalar kernel would cost more, and
+    the loop nests match reads of such views); whether a node was declined by its
+    statements). ``found``: the values' structure, or None (counted densely)."""
+    saved = units(graph)
+    small, declined = set(), False
+    for n in graph.order:
+        if not _static(n):
+            continue
+        if not is_small(n, found, saved):
+            declined = True
+        elif id(n) not in limits or _weight(n, found) <= limits[id(n)]:
+            small.add(id(n))
     for node in reversed(graph.order):
         if id(node) in small and node.op in VIEWS and \
                 not any(id(c) in small for c in graph.consumers[id(node)]):
             small.discard(id(node))
-    return small
+    return small, declined
 
 
 def _worth(members: list) -> bool:
@@ -220,29 +247,48 @@ _ROUNDS = 16
 def scalar_regions(graph: FoldedGraph) -> list:
     """The regions that become scalar kernels: lists of member LNodes in graph order (the
     regions weighed are ``graph.scalar_choices``)."""
-    limits: dict = {}
-    rejected: list = []
-    for rounds in itertools.count():
-        found = [m for m in _grown(graph, _candidates(graph, limits)) if _worth(m)]
-        if settings.SCALAR_ELEMENTS is not None:      # the rule before the cost model
-            graph.scalar_choices = []
-            return found
-        estimates = [estimate(m, graph) for m in found]
-        budget = budget_us(graph)
-        choices = [Choice(tuple(m), e, fits, budget) for m, e, fits in
-                   zip(found, estimates, within_budget(estimates, budget))]
-        losers = [c for c in choices if not c.chosen]
-        if not losers:
-            break
-        rejected += losers
-        for c in losers:
-            keep = max(map(_weight, c.members)) // 2 if rounds < _ROUNDS else 0
-            for m in c.members:
-                limits[id(m)] = min(limits.get(id(m), keep), keep)
-    members = {id(m) for c in choices for m in c.members}
-    rejected = [c for c in rejected if not all(id(m) in members for m in c.members)]
-    graph.scalar_choices = choices + _distinct(rejected)
-    return [list(c.members) for c in choices]
+    try:
+        return _chosen(graph)
+    finally:        # the classes are the size of the graph's values: not kept with it
+        _STATIC.clear()
+        graph.scalar_structure = None
+
+
+def _chosen(graph: FoldedGraph) -> list:
+    """Counted densely first (cheap); where that declines a node or a region, again on
+    the values' structure (``cost.known``: exact zeros, numbers, equal elements)."""
+    found = None
+    while True:
+        limits: dict = {}
+        rejected: list = []
+        for rounds in itertools.count():
+            small, declined = _candidates(graph, limits, found)
+            regions = [m for m in _grown(graph, small) if _worth(m)]
+            if settings.SCALAR_ELEMENTS is not None:      # the rule before the cost model
+                graph.scalar_choices = []
+                return regions
+            if found is None and declined:
+                break
+            estimates = [estimate(m, graph, found) for m in regions]
+            budget = budget_us(graph)
+            choices = [Choice(tuple(m), e, fits, budget) for m, e, fits in
+                       zip(regions, estimates, within_budget(estimates, budget))]
+            losers = [c for c in choices if not c.chosen]
+            if not losers or found is None:
+                break
+            rejected += losers
+            for c in losers:
+                keep = max(_weight(m, found) for m in c.members) // 2 if rounds < _ROUNDS \
+                    else 0
+                for m in c.members:
+                    limits[id(m)] = min(limits.get(id(m), keep), keep)
+        if found is None and (declined or losers):
+            found = known(graph, _static)
+            continue
+        members = {id(m) for c in choices for m in c.members}
+        rejected = [c for c in rejected if not all(id(m) in members for m in c.members)]
+        graph.scalar_choices = choices + _distinct(rejected)
+        return [list(c.members) for c in choices]
 
 
 def _distinct(rejected: list) -> list:
