@@ -34,6 +34,8 @@ import numpy as np
 
 from ...numba_internals import enabled as internals_enabled
 from .native_kernels import kernels as native_kernels
+from .native_loops import loops as native_loops
+from .numba_startup import defer_blas_check
 from .phantom import Stop, dry_namespace, is_phantom, phantom
 from ..loops.state import dry_running, is_deferred
 
@@ -64,6 +66,7 @@ def _recorder(dispatcher) -> Callable:
     from numba import typeof
 
     def record(*args):
+        defer_blas_check()   # numba's first compile: its registries without scipy.linalg
         dispatcher.compile(tuple(typeof(a.view(np.ndarray) if is_phantom(a) else a)
                                  for a in args))
         return 0         # a loop that checks sin/cos ranges: no element failed
@@ -72,6 +75,8 @@ def _recorder(dispatcher) -> Callable:
 
 def _scalar_runner(dispatcher) -> Callable:
     def run(*args):      # scalar bodies run: their results are the next one's arguments
+        if not dispatcher.signatures:
+            defer_blas_check()
         return dispatcher(*args)
     return run
 
@@ -187,6 +192,8 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
         raise Stop()
 
     namespace.update(reference_=stop, scalars_=_no_scalars)   # 0-d arrays: general path
+    for name, loop in native_loops(module):     # loops written as IR: numba's if declined
+        namespace[name[:-2] + "_native"] = _ir_loop(loop, namespace, name[:-2])
     natives = set()
     for name, _ in native_kernels(module):      # phantoms (subclasses) would take numba's
         native = getattr(module, name[:-2] + "_native", None)
@@ -216,6 +223,16 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
     if internals_enabled():
         _bind_entries(module, found, entries)
     return done
+
+
+def _ir_loop(loop, namespace: dict, fallback: str) -> Callable:
+    """A loop kernel written as IR in a dry run: compiled for the arguments' types (phantoms
+    count as their arrays; nothing runs), or numba's function recorded where it declines."""
+    def run(*args):
+        if loop.compile_for(args):
+            return 0
+        return namespace[fallback](*args)
+    return run
 
 
 def _real_arrays(native: Callable) -> Callable:

@@ -1,0 +1,153 @@
+"""Loop kernels compiled from IR without numba's front end, their object code cached.
+
+A generated module keeps each serial loop kernel's numba function (``_k<i>_cpu``) and
+binds beside it ``_k<i>_cpu_k = native_loop_(SOURCE, POINT, "_k<i>_cpu_k", globals())``,
+a ``NativeLoop``, and the driver calls ``_k<i>_cpu_native``, which runs the IR kernel and,
+where it declines its arguments (returns ``NotImplemented``: another dtype, rank or
+layout than it was written for), numba's function. The IR (``codegen/llvm/loops.py``) is
+written for the argument types of the first call (``eager.compile_module``'s dry run, or
+a real call), compiled by numba's LLVM pipeline and cached sealed as the scalar kernels
+are (``native_kernels.build``: ``$SYMGRAD_CACHE_DIR/native``); the builtin function then
+replaces the ``NativeLoop`` in the module's namespace. A loop outside the IR writer's
+subset stays numba's, and ``f.explain()`` says which path each kernel took and why.
+
+>>> import numpy as np
+>>> src = "def f(n0, x0, r0):\\n    for i0 in range(n0):\\n        e0, = g(x0[i0])\\n" \\
+...       "        r0[i0] = e0"
+>>> ns = {}
+>>> k = native_loop(src, ("g", ["a0"], [], ["2.0*a0"]), "k", ns)
+>>> x, r = np.arange(3.0), np.zeros(3)
+>>> k(3, x, r) is None, r.tolist(), k.path().startswith("LLVM IR")
+(True, [0.0, 2.0, 4.0], True)
+>>> ns["k"](3, x[::2], r) is NotImplemented      # a strided view: numba's function runs
+True
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+from ...numba_internals import enabled as internals_enabled
+from ..codegen.llvm import native
+from ..codegen.llvm.body import Unsupported
+from ..codegen.llvm.loops import loop_ir, signature, size
+from . import native_kernels
+
+logger = logging.getLogger("symgrad")
+ENABLED = True     # False: every loop kernel is numba's (tests compare the two paths)
+
+
+def _refuse(*args):
+    return NotImplemented
+
+
+class NativeLoop:
+    """A loop kernel written as IR for the argument types of its first call."""
+
+    def __init__(self, source: str, point: tuple, name: str, namespace: dict):
+        self.source, self.point, self.name, self.namespace = source, point, name, namespace
+        self.function = None
+        self.reason = ""
+        self.instructions = 0
+
+    def compile_for(self, args: tuple) -> bool:
+        """Make the builtin function for arguments like ``args`` (the first call's); False
+        where the kernel is numba's (``reason`` says why)."""
+        if self.function is None:
+            self.function = self._make(args)
+            if self.namespace.get(self.name) is self:
+                self.namespace[self.name] = self.function
+        return self.function is not _refuse
+
+    def _make(self, args: tuple):
+        if not ENABLED:
+            self.reason = "symgrad.compile.cpu.native_loops.ENABLED is False"
+            return _refuse
+        if not internals_enabled():
+            self.reason = "SYMGRAD_NUMBA_INTERNALS=0: the IR path uses numba's LLVM layer"
+            return _refuse
+        if not native.layout_ok():
+            self.reason = "numpy's array layout is not the one the IR reads"
+            return _refuse
+        types = signature(tuple(args))
+        if types is None:
+            self.reason = ("an argument other than an int or a C-contiguous float64/bool "
+                           "array")
+            return _refuse
+        try:
+            text = loop_ir(self.source, self.point, types)
+        except Unsupported as exc:
+            self.reason = f"outside the IR writer's subset: {exc}"
+            return _refuse
+        self.instructions = size(text)
+        try:
+            return native_kernels.build(text, (), self.levels())
+        except Exception as exc:    # noqa: BLE001 - numba's function still runs
+            logger.warning("symgrad: a loop kernel's IR did not compile (%s: %s); numba "
+                           "compiles it instead", type(exc).__name__, exc)
+            self.reason = f"LLVM did not compile its IR ({type(exc).__name__})"
+            return _refuse
+
+    def __call__(self, *args):
+        self.compile_for(args)
+        return self.function(*args)
+
+    def levels(self) -> int:
+        """The size ``native`` chooses LLVM's levels by: numba's (-O3 passes and code
+        generation) for every loop, whose bodies are small and run many times."""
+        return min(self.instructions, native.CODEGEN_O3)
+
+    def path(self) -> Optional[str]:
+        """How the kernel runs, for ``f.explain()`` (None before its first call)."""
+        if self.function is None:
+            return None
+        if self.reason:
+            return f"numba function ({self.reason})"
+        n = self.levels()
+        return (f"LLVM IR compiled by llvmlite, no numba front end (loop and body, "
+                f"{self.instructions} instructions, passes -O{native.opt_level(n)}, code "
+                f"generation -O{native.codegen_level(n)})")
+
+
+def native_loop(source: str, point: tuple, name: str, namespace: dict) -> NativeLoop:
+    """What a generated module binds for a loop kernel written as IR (``native_loop_``):
+    ``source`` the loop function's text, ``point`` (the scalar body's name, parameter
+    names, printed statements, printed results)."""
+    loop = NativeLoop(source, point, name, namespace)
+    namespace.setdefault("NATIVE_LOOPS_", {})[name] = loop
+    namespace.setdefault(name, loop)
+    return loop
+
+
+def loops(module) -> list:
+    """The ``NativeLoop``s of a generated module, by name."""
+    return sorted(getattr(module, "NATIVE_LOOPS_", {}).items())
+
+
+def paths(module) -> dict:
+    """{("kernel", index): how it runs} of the module's loop kernels (``f.explain()``)."""
+    out = {}
+    for name, loop in loops(module):       # "_k<i>_cpu_k"
+        path = loop.path()
+        if path is not None:
+            out[("kernel", int(name[2:].split("_")[0]))] = path
+    for index, why in getattr(module, "LOOP_REASONS_", {}).items():
+        out[("kernel", index)] = f"numba function ({why})"
+    return out
+
+
+def section(fn: str, loop_text: str, point: tuple) -> str:
+    """The generated lines binding ``<fn>_k`` and the wrapper ``<fn>_native`` the driver
+    calls (the parameters are the loop function's)."""
+    params = loop_text.split("def ", 1)[1].split("(", 1)[1].split(")", 1)[0]
+    return "\n".join([
+        f"# {fn}_k: the loop and its body as LLVM IR (written for the first call's "
+        "argument types), compiled without numba's front end; numba's function where it "
+        "declines",
+        "from symgrad.compile.cpu.native_loops import native_loop as native_loop_",
+        f"{fn}_k = native_loop_({loop_text!r},", f"    {point!r},",
+        f"    {fn + '_k'!r}, globals())", "", "",
+        f"def {fn}_native({params}):",
+        f"    if {fn}_k({params}) is not None:",
+        f"        {fn}({params})   # not the arrays it was written for: numba's"])
