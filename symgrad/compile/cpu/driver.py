@@ -47,8 +47,11 @@ def ir_loop_section(lk: LoweredKernel, fn: str, loop: str, math: str) -> Optiona
     None under ``NUMBA_DISABLE_JIT`` or when its body checks sin/cos ranges."""
     from numba import config
 
-    if config.DISABLE_JIT or checks_trig(lk, math):
+    if config.DISABLE_JIT:
         return None
+    if checks_trig(lk, math):
+        why = "its body checks sin/cos ranges (vecmath's fast forms run in numba functions)"
+        return f'globals().setdefault("LOOP_REASONS_", {{}})[{lk.kernel.index}] = {why!r}'
     statements, results, _ = printed(lk, math)
     point = (f"_k{lk.kernel.index}_point", [s.name for s in lk.symbols], list(statements),
              list(results))
@@ -157,12 +160,11 @@ class ModuleWriter:
                     self.chunk_loops.add(k.index)
                 loops.append(par if chunk is None else chunk)
             parts += [one_array(loop, merged) for loop in loops]
-        if variants[0][2] is False:     # the serial loop as IR too (cpu/native_loops.py)
-            section = ir_loop_section(lk, f"_k{k.index}_cpu", one_array(loops[0], merged),
-                                      self.math)
-            if section is not None:
-                self.ir_loops.add(k.index)
-                parts.append(section)
+        serial = one_array(loop_source(lk, f"_k{k.index}_cpu", point, False)[0], merged)
+        section = ir_loop_section(lk, f"_k{k.index}_cpu", serial, self.math)
+        if section is not None:         # the serial loop as IR too (cpu/native_loops.py)
+            self.ir_loops.update([k.index] if "native_loop_(" in section else [])
+            parts.append(section)
         return "\n\n\n".join(parts)
 
     def nest_source(self, nest: Nest) -> str:

@@ -4,7 +4,9 @@ A generated module keeps each serial loop kernel's numba function (``_k<i>_cpu``
 binds beside it ``_k<i>_cpu_k = native_loop_(SOURCE, POINT, "_k<i>_cpu_k", globals())``,
 a ``NativeLoop``, and the driver calls ``_k<i>_cpu_native``, which runs the IR kernel and,
 where it declines its arguments (returns ``NotImplemented``: another dtype, rank or
-layout than it was written for), numba's function. The IR (``codegen/llvm/loops.py``) is
+layout than it was written for), ``NativeLoop.other``: the IR written for those (a strided
+view where the first call had a contiguous array), or numba's function (a dtype the IR
+writer does not cover). The IR (``codegen/llvm/loops.py``) is
 written for the argument types of the first call (``eager.compile_module``'s dry run, or
 a real call), compiled by numba's LLVM pipeline and cached sealed as the scalar kernels
 are (``native_kernels.build``: ``$SYMGRAD_CACHE_DIR/native``); the builtin function then
@@ -36,6 +38,7 @@ from . import native_kernels
 
 logger = logging.getLogger("symgrad")
 ENABLED = True     # False: every loop kernel is numba's (tests compare the two paths)
+MORE = 4           # argument types beyond the first call's written as IR per loop
 
 
 def _refuse(*args):
@@ -50,6 +53,7 @@ class NativeLoop:
         self.function = None
         self.reason = ""
         self.instructions = 0
+        self.more: dict = {}          # other argument types -> their function
 
     def compile_for(self, args: tuple) -> bool:
         """Make the builtin function for arguments like ``args`` (the first call's); False
@@ -72,9 +76,12 @@ class NativeLoop:
             return _refuse
         types = signature(tuple(args))
         if types is None:
-            self.reason = ("an argument other than an int or a C-contiguous float64/bool "
-                           "array")
+            self.reason = f"argument {_first_other(args)} of the first call is not an int " \
+                "or an aligned float64/bool array in native byte order"
             return _refuse
+        return self._compile(types)
+
+    def _compile(self, types: tuple):
         try:
             text = loop_ir(self.source, self.point, types)
         except Unsupported as exc:
@@ -88,6 +95,16 @@ class NativeLoop:
                            "compiles it instead", type(exc).__name__, exc)
             self.reason = f"LLVM did not compile its IR ({type(exc).__name__})"
             return _refuse
+
+    def other(self, *args) -> None:
+        """Where the first call's function declines ``args`` (another layout or rank): the
+        IR written for their types (up to ``MORE`` of them), else numba's function."""
+        types = None if self.reason else signature(args)
+        fn = self.more.get(types)
+        if fn is None and types is not None and len(self.more) < MORE:
+            fn = self.more[types] = self._compile(types)
+        if fn is None or fn(*args) is not None:
+            self.namespace[self.name[:-2]](*args)
 
     def __call__(self, *args):
         self.compile_for(args)
@@ -108,6 +125,18 @@ class NativeLoop:
         return (f"LLVM IR compiled by llvmlite, no numba front end (loop and body, "
                 f"{self.instructions} instructions, passes -O{native.opt_level(n)}, code "
                 f"generation -O{native.codegen_level(n)})")
+
+
+def _first_other(args: tuple) -> str:
+    """The position and type of the first argument ``signature`` does not take."""
+    for k, a in enumerate(args):
+        if signature((a,)) is None:
+            what = getattr(a, "dtype", None)
+            flags = getattr(a, "flags", None)
+            layout = "" if flags is None else \
+                (" C-contiguous" if flags.c_contiguous else " strided")
+            return f"{k} ({type(a).__name__}{layout}{'' if what is None else ' ' + str(what)})"
+    return "?"
 
 
 def native_loop(source: str, point: tuple, name: str, namespace: dict) -> NativeLoop:
@@ -143,11 +172,10 @@ def section(fn: str, loop_text: str, point: tuple) -> str:
     params = loop_text.split("def ", 1)[1].split("(", 1)[1].split(")", 1)[0]
     return "\n".join([
         f"# {fn}_k: the loop and its body as LLVM IR (written for the first call's "
-        "argument types), compiled without numba's front end; numba's function where it "
-        "declines",
+        "argument types), compiled without numba's front end",
         "from symgrad.compile.cpu.native_loops import native_loop as native_loop_",
         f"{fn}_k = native_loop_({loop_text!r},", f"    {point!r},",
-        f"    {fn + '_k'!r}, globals())", "", "",
+        f"    {fn + '_k'!r}, globals())", f"{fn}_k_other = {fn}_k.other", "", "",
         f"def {fn}_native({params}):",
         f"    if {fn}_k({params}) is not None:",
-        f"        {fn}({params})   # not the arrays it was written for: numba's"])
+        f"        {fn}_k_other({params})   # other arrays than it was written for"])

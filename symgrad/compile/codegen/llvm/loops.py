@@ -25,7 +25,7 @@ with the reason, and the kernel stays numba's.
 ...         e0, = g(x0[i0])
 ...         r0[i0] = e0'''
 >>> text = loop_ir(src, ("g", ["a0"], ["t = a0*a0"], ["t + 1.0"]),
-...                [("int",), ("array", "double", 1), ("array", "double", 1)])
+...                [("int",), ("array", "double", 1, "C"), ("array", "double", 1, "C")])
 >>> [l.strip() for l in text.splitlines() if l.strip().startswith("%p0")]
 ... # doctest: +NORMALIZE_WHITESPACE
 ['%p0.t = fmul reassoc nsz contract afn double %v6, %v6',
@@ -37,7 +37,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from .body import FLAGS, Unsupported, _Emitter, double
+from .body import FLAGS, Unsupported, _Emitter, _function_name, double
 from .kernel import NDARRAY, SWAPPED, TYPE_NUMS
 
 C_CONTIGUOUS, ALIGNED = 0x1, 0x100          # NPY_ARRAY_* flags
@@ -52,15 +52,16 @@ _FBINOPS = {ast.Add: "fadd", ast.Sub: "fsub", ast.Mult: "fmul", ast.Div: "fdiv"}
 
 def signature(args: tuple) -> Optional[tuple]:
     """The argument types ``loop_ir`` writes for, from a call's arguments: ("int",) per
-    Python int, ("array", kind, rank) per C-contiguous aligned float64/bool ndarray in
-    native byte order (a phantom of ``cpu/phantom.py`` counts as its array); None when one
-    is anything else (numba's function runs).
+    Python int, ("array", kind, rank, layout) per aligned float64/bool ndarray in native
+    byte order, layout "C" when it is C-contiguous, else "A" (any strides, as numba's
+    layouts; a phantom of ``cpu/phantom.py`` counts as its array); None when one is
+    anything else (numba's function runs).
 
     >>> import numpy as np
     >>> signature((3, np.zeros((2, 3)), np.zeros(4, bool)))
-    (('int',), ('array', 'double', 2), ('array', 'i1', 1))
-    >>> signature((np.zeros((4, 4))[:, ::2],)) is None
-    True
+    (('int',), ('array', 'double', 2, 'C'), ('array', 'i1', 1, 'C'))
+    >>> signature((np.zeros((4, 4))[:, ::2],)), signature((np.zeros(3, np.float32),))
+    ((('array', 'double', 2, 'A'),), None)
     """
     import numpy as np
 
@@ -69,19 +70,22 @@ def signature(args: tuple) -> Optional[tuple]:
         if type(a) is int:
             out.append(("int",))
             continue
-        if not isinstance(a, np.ndarray) or not a.flags.c_contiguous or \
-                not a.flags.aligned or not a.dtype.isnative:
+        if not isinstance(a, np.ndarray) or not a.flags.aligned or not a.dtype.isnative:
             return None
         kind = {"float64": "double", "bool": "i1"}.get(a.dtype.name)
         if kind is None:
             return None
-        out.append(("array", kind, a.ndim))
+        out.append(("array", kind, a.ndim, "C" if a.flags.c_contiguous else "A"))
     return tuple(out)
 
 
 class _Array:
-    def __init__(self, kind: str, data: str, dims: list, steps: list):
+    """An array argument: element kind, data pointer, dimensions, and the distance
+    between neighbours along each axis: elements (layout "C") or bytes ("A")."""
+
+    def __init__(self, kind: str, data: str, dims: list, steps: list, layout: str):
         self.kind, self.data, self.dims, self.steps = kind, data, dims, steps
+        self.layout = layout
 
 
 class _PointEmitter(_Emitter):
@@ -89,13 +93,63 @@ class _PointEmitter(_Emitter):
     instead of template slots."""
 
     def __init__(self, env: dict):
-        super().__init__((), {}, FLAGS)
+        super().__init__((), dict.fromkeys(EXACT_HELPERS, ""), FLAGS)
         self.env = env
 
     def _Name(self, node):
         if node.id in self.env:
             return self.env[node.id]
         raise Unsupported(f"the name {node.id} in the scalar body")
+
+    def _Call(self, node):
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        if name not in EXACT_HELPERS and _function_name(node.func) is None and \
+                not name == "f32":
+            raise Unsupported(f"a call of {ast.unparse(node.func)}")
+        return super()._Call(node)
+
+    def _helper(self, node):
+        """``support``'s exact helpers (their njit functions compare without fast-math
+        flags and select an argument, or multiply by one): written inline as selects."""
+        if node.keywords:
+            raise Unsupported("a call with keywords")
+        args, kind = self.numbers(node.args)
+        if kind != "double":
+            raise Unsupported("a float32 helper")
+        return EXACT_HELPERS[node.func.id](self, *args)
+
+
+def _max(e, x, y):
+    ge = e.temp(f"fcmp oge double {x}, {y}", "i1")[0]
+    nan = e.temp(f"fcmp une double {x}, {x}", "i1")[0]
+    return e.temp(f"select i1 {e.temp(f'or i1 {ge}, {nan}', 'i1')[0]}, double {x}, "
+                  f"double {y}")
+
+
+def _min(e, x, y):
+    le = e.temp(f"fcmp ole double {x}, {y}", "i1")[0]
+    nan = e.temp(f"fcmp une double {x}, {x}", "i1")[0]
+    return e.temp(f"select i1 {e.temp(f'or i1 {le}, {nan}', 'i1')[0]}, double {x}, "
+                  f"double {y}")
+
+
+def _sign(e, x, one):
+    pos = e.temp(f"fcmp ogt double {x}, 0.0", "i1")[0]
+    neg = e.temp(f"fcmp olt double {x}, 0.0", "i1")[0]
+    minus = e.temp(f"fneg double {one}")[0]
+    times = e.temp(f"fmul double {x}, {one}")[0]
+    rest = e.temp(f"select i1 {neg}, double {minus}, double {times}")[0]
+    return e.temp(f"select i1 {pos}, double {one}, double {rest}")
+
+
+def _relu(e, x, zero):
+    le = e.temp(f"fcmp ole double {x}, {zero}", "i1")[0]
+    return e.temp(f"select i1 {le}, double {zero}, double {x}")
+
+
+EXACT_HELPERS = {"max_": _max, "min_": _min, "sign_": _sign, "relu_": _relu}
+"""The njit helpers of ``kernel_lib/support.py`` whose results are exact (no rounding), so
+the IR's selects give numba's values bit for bit."""
 
 
 class _Writer:
@@ -258,7 +312,7 @@ class _Writer:
             index = self.cast(*self.expr(item), INT)[0]
             term = index if step == "1" else self.emit(f"mul nsw i64 {index}, {step}")
             flat = term if flat is None else self.emit(f"add nsw i64 {flat}, {term}")
-        item = "i8" if array.kind == "i1" else "double"
+        item = "i8" if array.kind == "i1" or array.layout == "A" else "double"
         if flat is None:
             return array.data, array.kind
         return self.emit(f"getelementptr inbounds {item}, ptr {array.data}, i64 {flat}"), \
@@ -435,7 +489,7 @@ def _entry(w: _Writer, params: list, types: tuple) -> list:
                       f"  br label %{nxt}"]
             w.values[name] = (f"{x}.v", INT)
             continue
-        _, kind, rank = t
+        _, kind, rank, layout = t
         fields = [("nd", 24, "i32"), ("descr", 56, "ptr"), ("flags", 64, "i32"),
                   ("data", 16, "ptr"), ("dimsp", 32, "ptr")]
         lines += [f"  {x}.ok0 = icmp eq ptr {x}.type, @{NDARRAY}",
@@ -447,11 +501,12 @@ def _entry(w: _Writer, params: list, types: tuple) -> list:
                   f"  {x}.num = load i32, ptr {x}.num.p",
                   f"  {x}.order.p = getelementptr inbounds i8, ptr {x}.descr, i64 26",
                   f"  {x}.order = load i8, ptr {x}.order.p",
-                  f"  {x}.fl = and i32 {x}.flags, {C_CONTIGUOUS | ALIGNED}",
+                  f"  {x}.fl = and i32 {x}.flags, {C_CONTIGUOUS * (layout == 'C') | ALIGNED}",
                   f"  {x}.t1 = icmp eq i32 {x}.nd, {rank}",
                   f"  {x}.t2 = icmp eq i32 {x}.num, {TYPE_NUMS[kind]}",
                   f"  {x}.t3 = icmp ne i8 {x}.order, {SWAPPED}",
-                  f"  {x}.t4 = icmp eq i32 {x}.fl, {C_CONTIGUOUS | ALIGNED}",
+                  f"  {x}.t4 = icmp eq i32 {x}.fl, "
+                  f"{C_CONTIGUOUS * (layout == 'C') | ALIGNED}",
                   f"  {x}.t12 = and i1 {x}.t1, {x}.t2", f"  {x}.t34 = and i1 {x}.t3, {x}.t4",
                   f"  {x}.ok = and i1 {x}.t12, {x}.t34",
                   f"  br i1 {x}.ok, label %a{k}.d, label %bad", f"a{k}.d:"]
@@ -461,14 +516,21 @@ def _entry(w: _Writer, params: list, types: tuple) -> list:
                       f"  {x}.d{d} = load i64, ptr {x}.dp{d}"]
             dims.append(f"{x}.d{d}")
         steps = ["1"] * rank
-        for d in range(rank - 2, -1, -1):      # elements between neighbours along axis d
+        if layout == "A":                      # bytes between neighbours: the strides
+            lines += [f"  {x}.stp.p = getelementptr inbounds i8, ptr {x}, i64 40",
+                      f"  {x}.stp = load ptr, ptr {x}.stp.p"]
+            for d in range(rank):
+                lines += [f"  {x}.sp{d} = getelementptr inbounds i64, ptr {x}.stp, i64 {d}",
+                          f"  {x}.st{d} = load i64, ptr {x}.sp{d}"]
+                steps[d] = f"{x}.st{d}"
+        for d in range(rank - 2, -1, -1) if layout == "C" else ():   # elements along d
             if steps[d + 1] == "1":
                 steps[d] = dims[d + 1]
             else:
                 lines.append(f"  {x}.s{d} = mul i64 {steps[d + 1]}, {dims[d + 1]}")
                 steps[d] = f"{x}.s{d}"
         lines.append(f"  br label %{nxt}")
-        w.arrays[name] = _Array(kind, f"{x}.data", dims, steps)
+        w.arrays[name] = _Array(kind, f"{x}.data", dims, steps, layout)
     if not params:
         lines[1] = "  br i1 %count, label %run, label %bad"
     return lines
