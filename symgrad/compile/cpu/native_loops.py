@@ -171,8 +171,8 @@ def section(fn: str, loop_text: str, point: tuple) -> str:
     calls (the parameters are the loop function's)."""
     params = loop_text.split("def ", 1)[1].split("(", 1)[1].split(")", 1)[0]
     return "\n".join([
-        f"# {fn}_k: the loop and its body as LLVM IR (written for the first call's "
-        "argument types), compiled without numba's front end",
+        f"# {fn}_k: the loop and its body as LLVM IR, written for the argument types of "
+        "the first call and compiled without the front end of numba",
         "from symgrad.compile.cpu.native_loops import native_loop as native_loop_",
         f"{fn}_k = native_loop_({loop_text!r},", f"    {point!r},",
         f"    {fn + '_k'!r}, globals())", f"{fn}_k_other = {fn}_k.other", "", "",
