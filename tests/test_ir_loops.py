@@ -18,8 +18,11 @@ import pytest
 import symgrad as sg
 from symgrad.compile.codegen.llvm.loops import signature
 from symgrad.compile.cpu import native_loops
+from symgrad.numba_internals import enabled as internals_enabled
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pytestmark = pytest.mark.skipif(not internals_enabled(), reason="SYMGRAD_NUMBA_INTERNALS=0: "
+                                "the IR path uses numba's LLVM layer (numba's loops run)")
 
 
 def _copy(args: tuple) -> tuple:
@@ -204,3 +207,11 @@ def test_warm_build_loads_object_code_and_no_numba_registries(tmp_path):
     warm = run()
     assert cold[0] >= 1 and cold[2] == "False"      # IR loops: numba's compiler never ran
     assert warm == (0, cold[0], "False")             # every kernel loaded, none compiled
+
+
+def test_without_numba_internals_every_loop_is_numba(monkeypatch):
+    monkeypatch.setattr(native_loops, "internals_enabled", lambda: False)
+    x = sg.placeholder("x", shape=(None,))
+    f = sg.function([x], x * x + 0.25, math="libm")
+    np.testing.assert_array_equal(f(np.full(3, 2.0)), np.full(3, 4.25))
+    assert "numba function (SYMGRAD_NUMBA_INTERNALS=0" in f.explain()
