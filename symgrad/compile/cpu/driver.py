@@ -23,7 +23,7 @@ from ..printing.printer import helpers_used
 from .reuse import merged_inputs, one_array, reuse_plan
 from ..codegen.templates import (FASTMATH, OPTIONS, checks_trig, loop_source, printed, quoted,
                                  split_body_source)
-from .native_loops import section as native_loop_section
+from .native_loops import BODY_STATEMENTS, section as native_loop_section
 from ..kernel_lib.vecmath import FORMS
 from .workspace import WorkspacePlan
 from ..scalar import STEP_FORMS as SCALAR_STEP_FORMS, region_summary
@@ -53,6 +53,10 @@ def ir_loop_section(lk: LoweredKernel, fn: str, loop: str, math: str) -> Optiona
         why = "its body checks sin/cos ranges (vecmath's fast forms run in numba functions)"
         return f'globals().setdefault("LOOP_REASONS_", {{}})[{lk.kernel.index}] = {why!r}'
     statements, results, _ = printed(lk, math)
+    if len(statements) > BODY_STATEMENTS:
+        why = (f"a body of {len(statements)} statements (the IR loop inlines bodies of at most "
+               f"{BODY_STATEMENTS}; LLVM's O3 on a longer one costs more than numba's loop)")
+        return f'globals().setdefault("LOOP_REASONS_", {{}})[{lk.kernel.index}] = {why!r}'
     point = (f"_k{lk.kernel.index}_point", [s.name for s in lk.symbols], list(statements),
              list(results))
     return native_loop_section(fn, loop, point)

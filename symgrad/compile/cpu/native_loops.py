@@ -39,6 +39,12 @@ from . import native_kernels
 logger = logging.getLogger("symgrad")
 ENABLED = True     # False: every loop kernel is numba's (tests compare the two paths)
 MORE = 4           # argument types beyond the first call's written as IR per loop
+BODY_STATEMENTS = 200
+"""Loops whose scalar body has more statements stay numba's (the body itself is IR there,
+``templates.llvm_body_source``): the IR loop inlines its body and runs numba's -O3 on the
+whole, which grows faster than linearly (a 1,250-term wide sum, 11,000 statements: 55 s
+against numba's 2.4 s, whose loop calls the body without inlining it past
+``templates.INLINE_STATEMENTS``, also 200)."""
 
 
 def _refuse(*args):
