@@ -210,7 +210,7 @@ def numba_pass(ctx: Context) -> str:
     before = [_counts(d) for d in found]
     runs = compile_module(ctx.module, ctx.inputs,
                           PARALLEL_THRESHOLD if ctx.spec.threads else 0,
-                          "ENTRIES_" in ctx.module.__dict__)
+                          "ENTRIES_" in ctx.module.__dict__, ctx.built)
     compiled, loaded = (sum(_counts(d)[i] - b[i] for d, b in zip(found, before)) for i in (0, 1))
     if not (compiled or loaded):       # numba's counters unread (SYMGRAD_NUMBA_INTERNALS=0)
         how = "compiled" if ctx.built else "loaded from numba's cache"

@@ -62,20 +62,21 @@ def dispatchers(module: types.ModuleType) -> dict:
     return found
 
 
-def _recorder(dispatcher) -> Callable:
+def _recorder(dispatcher, cold: bool = True) -> Callable:
     from numba import typeof
 
     def record(*args):
-        defer_blas_check()   # numba's first compile: its registries without scipy.linalg
+        if cold:         # numba's first compile: its registries without scipy.linalg
+            defer_blas_check()   # (a cache hit links without them: numba_cache)
         dispatcher.compile(tuple(typeof(a.view(np.ndarray) if is_phantom(a) else a)
                                  for a in args))
         return 0         # a loop that checks sin/cos ranges: no element failed
     return record
 
 
-def _scalar_runner(dispatcher) -> Callable:
+def _scalar_runner(dispatcher, cold: bool = True) -> Callable:
     def run(*args):      # scalar bodies run: their results are the next one's arguments
-        if not dispatcher.signatures:
+        if cold and not dispatcher.signatures:
             defer_blas_check()
         return dispatcher(*args)
     return run
@@ -163,17 +164,19 @@ def memoised_typing() -> Iterator[None]:
 
 
 def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
-                   scalar_path: bool) -> int:
+                   scalar_path: bool, cold: bool = True) -> int:
     """Compile every numba function that ``module.run`` calls; returns how many dry runs
     completed. ``parallel_at``: the driver's size threshold for parallel loops (0 when it
-    has none to choose); ``scalar_path``: the driver has a Python-float fast path."""
+    has none to choose); ``scalar_path``: the driver has a Python-float fast path;
+    ``cold``: the module was just built (its numba functions compile: numba's registries
+    are loaded first, ``numba_startup``; a warm module's load from numba's cache)."""
     import numba
 
     if numba.config.DISABLE_JIT:    # plain Python functions: nothing to compile
         return 0
     if is_deferred():     # a scan body: compiled when its driver is the loop (loops/cpu.py)
         module.COMPILE_LATER_ = lambda: compile_module(module, inputs, parallel_at,
-                                                       scalar_path)
+                                                       scalar_path, cold)
         return 0
     for _, kernel in native_kernels(module):   # scalar kernels written as IR: no dry run
         kernel.compile()
@@ -186,7 +189,7 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
     namespace = dict(vars(module))
     for name, dispatcher in found.items():
         wrap = _scalar_runner if id(dispatcher) in scalar else _recorder
-        namespace[name] = wrap(dispatcher)
+        namespace[name] = wrap(dispatcher, cold)
 
     def stop(args):
         raise Stop()
