@@ -195,7 +195,9 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
         raise Stop()
 
     namespace.update(reference_=stop, scalars_=_no_scalars)   # 0-d arrays: general path
+    ir_loops = set()
     for name, loop in native_loops(module):     # loops written as IR: numba's if declined
+        ir_loops.add(name[:-2] + "_native")
         namespace[name[:-2] + "_native"] = _ir_loop(loop, namespace, name[:-2])
     natives = set()
     for name, _ in native_kernels(module):      # phantoms (subclasses) would take numba's
@@ -209,7 +211,7 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
         arrays = dict(namespace)
         steps = {int(n[1:]): v.static_ for n, v in namespace.items()
                  if n[:1] == "S" and n[1:].isdigit() and hasattr(v, "static_")}
-        dry_namespace(arrays, set(found) | natives, steps)
+        dry_namespace(arrays, set(found) | natives | ir_loops, steps)
     runs = [(False, parallel_at)]
     if parallel_at:
         runs.append((False, 0))        # every size-dependent choice takes its parallel loop
