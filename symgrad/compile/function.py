@@ -24,7 +24,6 @@ from .plan.fold import fold_graph
 from .plan.hoist import hoist_invariants
 from .codegen.lower import lower_kernel
 from .nest import Nest, nest_plan
-from .cpu.numba_startup import defer_blas_check
 from .plan.oprules import PLACEHOLDER
 from .passes import Context, Pass, run_passes
 from .printing.printer import MATH_MODES
@@ -207,13 +206,11 @@ def _counts(dispatcher) -> tuple:
 
 
 def numba_pass(ctx: Context) -> str:
-    if ctx.built:
-        defer_blas_check()   # numba's first compile: its registries without scipy.linalg
     found = dispatchers(ctx.module).values()
     before = [_counts(d) for d in found]
     runs = compile_module(ctx.module, ctx.inputs,
                           PARALLEL_THRESHOLD if ctx.spec.threads else 0,
-                          "ENTRIES_" in ctx.module.__dict__)
+                          "ENTRIES_" in ctx.module.__dict__, ctx.built)
     compiled, loaded = (sum(_counts(d)[i] - b[i] for d, b in zip(found, before)) for i in (0, 1))
     if not (compiled or loaded):       # numba's counters unread (SYMGRAD_NUMBA_INTERNALS=0)
         how = "compiled" if ctx.built else "loaded from numba's cache"

@@ -21,8 +21,9 @@ from ..targets import get as get_target
 from ..kernel_lib.threaded_matmul import CHUNKS_PER_THREAD
 from ..printing.printer import helpers_used
 from .reuse import merged_inputs, one_array, reuse_plan
-from ..codegen.templates import (FASTMATH, OPTIONS, checks_trig, loop_source, quoted,
+from ..codegen.templates import (FASTMATH, OPTIONS, checks_trig, loop_source, printed, quoted,
                                  split_body_source)
+from .native_loops import BODY_STATEMENTS, section as native_loop_section
 from ..kernel_lib.vecmath import FORMS
 from .workspace import WorkspacePlan
 from ..scalar import STEP_FORMS as SCALAR_STEP_FORMS, region_summary
@@ -39,6 +40,26 @@ def _tuple(items) -> str:
 def _acc_dtype(out) -> str:
     return "np.float64" if out.source.dtype.kind == "f" else "np.int64"
 
+
+
+def ir_loop_section(lk: LoweredKernel, fn: str, loop: str, math: str) -> Optional[str]:
+    """The lines binding the IR form of serial loop ``fn`` (``native_loops.section``), or
+    None under ``NUMBA_DISABLE_JIT`` or when its body checks sin/cos ranges."""
+    from numba import config
+
+    if config.DISABLE_JIT:
+        return None
+    if checks_trig(lk, math):
+        why = "its body checks sin/cos ranges (vecmath's fast forms run in numba functions)"
+        return f'globals().setdefault("LOOP_REASONS_", {{}})[{lk.kernel.index}] = {why!r}'
+    statements, results, _ = printed(lk, math)
+    if len(statements) > BODY_STATEMENTS:
+        why = (f"a body of {len(statements)} statements (the IR loop inlines bodies of at most "
+               f"{BODY_STATEMENTS}; LLVM's O3 on a longer one costs more than numba's loop)")
+        return f'globals().setdefault("LOOP_REASONS_", {{}})[{lk.kernel.index}] = {why!r}'
+    point = (f"_k{lk.kernel.index}_point", [s.name for s in lk.symbols], list(statements),
+             list(results))
+    return native_loop_section(fn, loop, point)
 
 
 def kernel_exprs(lowered: list) -> list:
@@ -73,6 +94,7 @@ class ModuleWriter:
         # descheduled worker: W2 parallel 7.1 ms vs 0.82 ms pooled at load 7, cpu 0.64 ms)
         self.pooled = self.parallel
         self.chunk_loops: set = set()
+        self.ir_loops: set = set()      # kernels whose serial loop is also written as IR
         self.reuse = reuse_plan(plan, lambda k: not checks_trig(lowered[k.index], math))
         self.workspace = WorkspacePlan(plan, self.reuse)   # temporaries kept between calls
         self.aliases: list = []
@@ -142,6 +164,11 @@ class ModuleWriter:
                     self.chunk_loops.add(k.index)
                 loops.append(par if chunk is None else chunk)
             parts += [one_array(loop, merged) for loop in loops]
+        serial = one_array(loop_source(lk, f"_k{k.index}_cpu", point, False)[0], merged)
+        section = ir_loop_section(lk, f"_k{k.index}_cpu", serial, self.math)
+        if section is not None:         # the serial loop as IR too (cpu/native_loops.py)
+            self.ir_loops.update([k.index] if "native_loop_(" in section else [])
+            parts.append(section)
         return "\n\n\n".join(parts)
 
     def nest_source(self, nest: Nest) -> str:
@@ -373,6 +400,8 @@ class ModuleWriter:
             self.emit(line, depth)
         names = [f"o{i}_{j}" for j, acc in enumerate(outs) if acc.is_param]
         fn = f"_k{i}_parallel" if parallel else f"_k{i}_cpu"
+        if not parallel and i in self.ir_loops:
+            fn += "_native"
         call = f"({', '.join((['nc'] if parallel else []) + dims + args + names)})"
         if parallel and i in self.chunk_loops:   # the pool runs _k<i>_chunk(c, nc, ...)
             fn, call = "chunks_", f"(_k{i}_chunk{{}}, {call[1:]}"

@@ -34,6 +34,8 @@ import numpy as np
 
 from ...numba_internals import enabled as internals_enabled
 from .native_kernels import kernels as native_kernels
+from .native_loops import loops as native_loops
+from .numba_startup import defer_blas_check
 from .phantom import Stop, dry_namespace, is_phantom, phantom
 from ..loops.state import dry_running, is_deferred
 
@@ -60,18 +62,22 @@ def dispatchers(module: types.ModuleType) -> dict:
     return found
 
 
-def _recorder(dispatcher) -> Callable:
+def _recorder(dispatcher, cold: bool = True) -> Callable:
     from numba import typeof
 
     def record(*args):
+        if cold:         # numba's first compile: its registries without scipy.linalg
+            defer_blas_check()   # (a cache hit links without them: numba_cache)
         dispatcher.compile(tuple(typeof(a.view(np.ndarray) if is_phantom(a) else a)
                                  for a in args))
         return 0         # a loop that checks sin/cos ranges: no element failed
     return record
 
 
-def _scalar_runner(dispatcher) -> Callable:
+def _scalar_runner(dispatcher, cold: bool = True) -> Callable:
     def run(*args):      # scalar bodies run: their results are the next one's arguments
+        if cold and not dispatcher.signatures:
+            defer_blas_check()
         return dispatcher(*args)
     return run
 
@@ -158,17 +164,19 @@ def memoised_typing() -> Iterator[None]:
 
 
 def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
-                   scalar_path: bool) -> int:
+                   scalar_path: bool, cold: bool = True) -> int:
     """Compile every numba function that ``module.run`` calls; returns how many dry runs
     completed. ``parallel_at``: the driver's size threshold for parallel loops (0 when it
-    has none to choose); ``scalar_path``: the driver has a Python-float fast path."""
+    has none to choose); ``scalar_path``: the driver has a Python-float fast path;
+    ``cold``: the module was just built (its numba functions compile: numba's registries
+    are loaded first, ``numba_startup``; a warm module's load from numba's cache)."""
     import numba
 
     if numba.config.DISABLE_JIT:    # plain Python functions: nothing to compile
         return 0
     if is_deferred():     # a scan body: compiled when its driver is the loop (loops/cpu.py)
         module.COMPILE_LATER_ = lambda: compile_module(module, inputs, parallel_at,
-                                                       scalar_path)
+                                                       scalar_path, cold)
         return 0
     for _, kernel in native_kernels(module):   # scalar kernels written as IR: no dry run
         kernel.compile()
@@ -181,12 +189,16 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
     namespace = dict(vars(module))
     for name, dispatcher in found.items():
         wrap = _scalar_runner if id(dispatcher) in scalar else _recorder
-        namespace[name] = wrap(dispatcher)
+        namespace[name] = wrap(dispatcher, cold)
 
     def stop(args):
         raise Stop()
 
     namespace.update(reference_=stop, scalars_=_no_scalars)   # 0-d arrays: general path
+    ir_loops = set()
+    for name, loop in native_loops(module):     # loops written as IR: numba's if declined
+        ir_loops.add(name[:-2] + "_native")
+        namespace[name[:-2] + "_native"] = _ir_loop(loop, namespace, name[:-2])
     natives = set()
     for name, _ in native_kernels(module):      # phantoms (subclasses) would take numba's
         native = getattr(module, name[:-2] + "_native", None)
@@ -199,7 +211,7 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
         arrays = dict(namespace)
         steps = {int(n[1:]): v.static_ for n, v in namespace.items()
                  if n[:1] == "S" and n[1:].isdigit() and hasattr(v, "static_")}
-        dry_namespace(arrays, set(found) | natives, steps)
+        dry_namespace(arrays, set(found) | natives | ir_loops, steps)
     runs = [(False, parallel_at)]
     if parallel_at:
         runs.append((False, 0))        # every size-dependent choice takes its parallel loop
@@ -216,6 +228,16 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
     if internals_enabled():
         _bind_entries(module, found, entries)
     return done
+
+
+def _ir_loop(loop, namespace: dict, fallback: str) -> Callable:
+    """A loop kernel written as IR in a dry run: compiled for the arguments' types (phantoms
+    count as their arrays; nothing runs), or numba's function recorded where it declines."""
+    def run(*args):
+        if loop.compile_for(args):
+            return 0
+        return namespace[fallback](*args)
+    return run
 
 
 def _real_arrays(native: Callable) -> Callable:

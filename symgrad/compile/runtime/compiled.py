@@ -26,6 +26,7 @@ from ..plan.regions import Kernel, Plan, Step
 from .variants import pattern, with_fixed_axes
 from . import specialise
 from ..cpu.native_kernels import paths as scalar_paths
+from ..cpu.native_loops import paths as loop_paths
 from ..cpu.workspace import Workspaces
 
 
@@ -175,7 +176,8 @@ class CompiledFunction:
         boundary (see ``compile/runtime/explain.py`` and docs/compiler.md). ``passes=True`` adds
         the compile's passes in order, with their seconds and what each decided."""
         text = explain(self.plan, self.target, self.inputs,
-                       getattr(self.module, "REUSED", None), scalar_paths(self.module))
+                       getattr(self.module, "REUSED", None),
+                       {**scalar_paths(self.module), **loop_paths(self.module)})
         extra = specialise.describe(self)
         if extra:
             text += "\n" + extra

@@ -111,7 +111,8 @@ def _units(plan: Plan, target: str, paths: Optional[dict] = None) -> list:
     for unit in plan.units:
         if isinstance(unit, Kernel):
             first, *rest = _kernel_lines(unit, f"kernel {unit.index}")
-            lines += [first + where, *rest]
+            path = (paths or {}).get(("kernel", unit.index))
+            lines += [first + where, *([f"  runs   {path}"] if path else []), *rest]
         elif isinstance(unit, Nest):
             lines.append(f"nest {unit.index}  one loop over {format_shape(unit.outer.shape)} "
                          f"for kernels {', '.join(str(k.index) for k in unit.kernels)}"
