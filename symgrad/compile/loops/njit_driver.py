@@ -7,8 +7,10 @@ and a while loop can call the whole body from one njit loop (``fused_while.py``)
 
 - ``sh<i> = (20, 20)`` static loop shapes; ``o<i>_<j> = np.empty(sh<i>, np.float64)``
   (or ``np.zeros``) result buffers;
-- ``_k<i>_cpu(...)`` serial loop kernels (a parallel launch, a libm retry or a buffer
-  reused from a dead value is not taken);
+- ``_k<i>_cpu(...)`` serial loop kernels, or ``_k<i>_cpu_native(...)`` (the loop as
+  LLVM IR, ``cpu/native_loops.py``: the loop calls the module's numba function
+  ``_k<i>_cpu`` instead); a parallel launch, a libm retry or a buffer reused from a dead
+  value is not taken;
 - ``v<n> = _s<i>_native(...)``: a scalar kernel, called as its njit form ``_s<i>``;
 - ``v<n> = <a view or copy of values>`` (``o2_1.reshape(())``, ``v8[0]``);
 - ``v<n> = S<n>(a, b)``: a structural step, taken only where it is ``sg.linalg.solve``
@@ -60,7 +62,7 @@ _NAME = re.compile(r"\b(_k\d+_cpu|_s\d+_native|_s\d+|C\d+|S\d+)\b")
 _TUPLE = r"\((\d+, ?)*(\d+,?)?\)"
 _SHAPE = re.compile(rf"^sh\d+ = {_TUPLE}$")
 _ALLOC = re.compile(rf"^o\d+_\d+ = np\.(empty|zeros)\((sh\d+|{_TUPLE}), np\.\w+\)$")
-_KERNEL = re.compile(r"^_k\d+_cpu\(([\w\[\]]+(, )?)*\)$")
+_KERNEL = re.compile(r"^_k\d+_cpu(_native)?\(([\w\[\]]+(, )?)*\)$")
 _SCALAR = re.compile(r"^v\d+ = (_s\d+)(_native)?\(((v|C)\d+(, )?)*\)$")
 _STEP = re.compile(r"^v(\d+) = S(\d+)\(((v|C)\d+(, )?)*\)$")
 _VIEW = re.compile(r"^v\d+ = [\w\[\]().,: -]+$")
