@@ -108,20 +108,37 @@ class _Holder:
 
 
 CODEGEN_O3 = 500
+CODEGEN_O2 = 2_000
 _MACHINES: dict = {}
 
 
 def codegen_level(statements: int) -> int:
-    """The code generator's level (instruction scheduling, register allocation): numba's
-    O3 up to ``CODEGEN_O3`` statements, O0 above. Its time at O3 grows much faster than a
-    straight block (1,011 statements of a mass-action Jacobian: 2.9 s at O3, 0.9 s at O1,
-    0.06 s at O0, 2-core machine under load), while the block is already optimised by the
-    IR passes; O0's fast register allocator spills more.
+    """The code generator's level (instruction selection, scheduling, register
+    allocation): numba's O3 up to ``CODEGEN_O3`` statements, O2 up to ``CODEGEN_O2``, O0
+    above. Above O0 the greedy register allocator's time grows faster than the block
+    wherever many values live long (a gradient's forward values), and the block is
+    already optimised by the IR passes; O0's fast allocator spills more. Measured on a
+    loaded 2-core machine (LLVM CPU s / us per call, IR passes -O1):
 
-    >>> codegen_level(100), codegen_level(5_000)
-    (3, 0)
+    ======================================  ==============  ==============
+    kernel (statements)                     code gen -O0    code gen -O2
+    ======================================  ==============  ==============
+    3 layers of roll(tanh(h @ W)) (2,050)   0.52 s / 8.1    1.44 s / 6.6
+    RK4, 100 steps, value + grad (14,424)   0.24 s / 6.6    0.96 s / 4.2
+    RK4, 500 steps, value + grad (72,132)   2.0 s / 35      16.9 s / 22
+    25 layers (8,578)                       4.6 s / 58      15 s / 35 (O1)
+    ======================================  ==============  ==============
+
+    so O2 pays where its time stays within a second or two of O0's: up to
+    ``CODEGEN_O2`` (a layer-like kernel of 2,000 statements; an RK4-like one would stay
+    linear longer, but the statement count does not tell them apart).
+
+    >>> codegen_level(100), codegen_level(1_500), codegen_level(5_000)
+    (3, 2, 0)
     """
-    return 3 if statements <= CODEGEN_O3 else 0
+    if statements <= CODEGEN_O3:
+        return 3
+    return 2 if statements <= CODEGEN_O2 else 0
 
 
 def _machine(codegen, level: int):
