@@ -84,6 +84,23 @@ def test_rk4_takes_the_ir_path_and_matches_numba_bit_for_bit():
     assert "LLVM IR compiled by llvmlite" in f.explain()
 
 
+def test_the_code_generation_level_is_chosen_by_size(monkeypatch):
+    from symgrad.compile.codegen.llvm import native
+
+    levels = [native.codegen_level(n) for n in (1, native.CODEGEN_O3, native.CODEGEN_O3 + 1,
+                                                 native.CODEGEN_O2, native.CODEGEN_O2 + 1)]
+    assert levels == [3, 3, 2, 2, 0]
+    monkeypatch.setattr(native, "CODEGEN_O3", 10)           # this kernel at the middle level
+    inputs, outputs = _lv(2)
+    f = sg.function(inputs, outputs)
+    assert "code generation -O2" in f.explain()
+    calls = _recorded(f, (U0, P))
+    assert calls
+    for native_fn, numba_fn, args in calls:
+        for a, b in zip(native_fn(*args), numba_fn(*args)):
+            np.testing.assert_allclose(a, b, rtol=4e-16, atol=0)
+
+
 def test_refused_arguments_run_numba_and_strided_views_are_read():
     x = sg.placeholder("x", shape=(3,))
     y = sg.stack([x[0] * x[1], x[2] - x[0], sg.sin(x[1]) * x[2]])

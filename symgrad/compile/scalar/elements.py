@@ -53,10 +53,12 @@ def _symbol(name: str, dtype) -> sp.Symbol:
     found = _SYMBOLS.get((name, kind))
     if found is None:
         found = _SYMBOLS[(name, kind)] = _fresh(name, kind)
+        _KIND_OF[id(found)] = kind
     return found
 
 
 _SYMBOLS: dict = {}
+_KIND_OF: dict = {}     # id of a symbol of ``_SYMBOLS`` (kept alive there) -> its _kind
 _ASSUMPTIONS = {"f": {"real": True}, "i": {"integer": True}, "b": {}}
 _PROTOTYPES: dict = {}
 
@@ -156,6 +158,9 @@ class Template:
 
 
 def _kind(atom) -> str:
+    found = _KIND_OF.get(id(atom))     # a symbol of ``_SYMBOLS``: alive, its id unique
+    if found is not None:
+        return found
     return "f" if atom.is_real else "i" if atom.is_integer else "b"
 
 
@@ -169,15 +174,21 @@ _SLOTS: dict = {}
 
 def _pattern(values: list) -> tuple:
     """(the pattern of atom ``values``: slots by first occurrence or numbers, the atoms of
-    the slots)."""
+    the slots). Symbols are told apart by identity (one object per name, ``_symbol``):
+    sympy's ``__hash__`` is a Python call, most of a large region's element work."""
     slots: dict = {}
+    atoms: list = []
     pattern = []
     for v in values:
         if v.is_Symbol and v is not ZERO:
-            pattern.append((slots.setdefault(v, len(slots)), _kind(v)))
+            k = slots.get(id(v))
+            if k is None:
+                k = slots[id(v)] = len(atoms)
+                atoms.append(v)
+            pattern.append((k, _kind(v)))
         else:
             pattern.append(v)
-    return tuple(pattern), tuple(slots)
+    return tuple(pattern), tuple(atoms)
 
 
 def _shape(expr, slots: dict):
@@ -195,7 +206,7 @@ class ElementCode:
 
     def __init__(self):
         self.statements: list = []
-        self.memo: dict = {}        # (template, args) -> symbol
+        self.memo: dict = {}        # (id(template), id(arg), ..) -> symbol
         self.templates: dict = {}   # form key -> Template, or an atom result
 
     def bind(self, expr: sp.Basic, dtype) -> sp.Basic:
@@ -214,11 +225,40 @@ class ElementCode:
     def emit(self, template, args: tuple, dtype) -> sp.Basic:
         if not isinstance(template, Template):     # the form is an atom: a slot or number
             return args[template[1]] if isinstance(template, tuple) else template
-        found = self.memo.get((template, args))
+        key = (id(template), *map(id, args))   # atoms by identity (kept alive in statements)
+        found = self.memo.get(key)
         if found is None:
-            found = self.memo[(template, args)] = _symbol(f"t{len(self.statements)}", dtype)
+            found = self.memo[key] = _symbol(f"t{len(self.statements)}", dtype)
             self.statements.append(Statement(found, template, args))
         return found
+
+    def recorded(self, value, dtype) -> sp.Basic:
+        """A recorded sum or product element (``_Sum``) as an atom: its form replayed
+        with sympy once per form, then a statement as ``apply``'s."""
+        if not isinstance(value, _Sum) or value.op is None:
+            return self.bind(_clean(value.a if isinstance(value, _Sum) else value, dtype),
+                             dtype)
+        slots: dict = {}
+        atoms: list = []
+        key = ("sum", dtype.kind, _form(value, slots, atoms))
+        template = self.templates.get(key)
+        if template is None:
+            args = [_slot(k, _kind(a)) for k, a in enumerate(atoms)]
+            expr = _clean(_replay(value, slots, args), dtype)
+            template = self._template(expr, args)
+            self.templates[key] = template
+        return self.emit(template, tuple(atoms), dtype)
+
+    def _template(self, expr: sp.Basic, slots: list):
+        """The template of a form over ``slots``: ("slot", k), a number, or one
+        ``Template`` per distinct expression."""
+        if expr.is_Atom:
+            k = next((k for k, a in enumerate(slots) if a == expr), None)
+            return ("slot", k) if k is not None else expr
+        template = self.templates.get(("form", expr))
+        if template is None:
+            template = self.templates[("form", expr)] = Template(expr)
+        return template
 
     def apply(self, node, formula: tuple, values: list) -> sp.Basic:
         """An elementwise node's value over atom ``values`` (its form found once per
@@ -241,31 +281,153 @@ class ElementCode:
         return self.emit(template, atoms, node.dtype)
 
 
+def _flat(array: np.ndarray, shape: tuple) -> list:
+    """The elements of ``array`` broadcast to ``shape``, in C order."""
+    if array.shape != shape:
+        array = np.broadcast_to(array, shape)
+    return array.ravel().tolist() if array.ndim else [array[()]]
+
+
+def _array(values: list, shape: tuple) -> np.ndarray:
+    """An object array of ``shape`` holding ``values`` (C order)."""
+    out = np.empty(len(values), dtype=object)
+    for k, v in enumerate(values):
+        out[k] = v
+    return out.reshape(shape)
+
+
 def _elementwise(node, args: list, code: ElementCode) -> np.ndarray:
     key = ("formula", node.op, _attrs_key(node.attrs), tuple(i.dtype for i in node.inputs))
     formula = code.templates.get(key)
     if formula is None:
         formula = code.templates[key] = node_formula(node)
-    arrays = np.broadcast_arrays(*args) if args else []
-    out = np.empty(node.shape, dtype=object)
-    for index in np.ndindex(*node.shape):
-        out[index] = code.apply(node, formula, [a[index] for a in arrays])
-    return out
+    shape = tuple(node.shape)
+    columns = [_flat(a, shape) for a in args]
+    apply = code.apply
+    if not columns:
+        values = [apply(node, formula, []) for _ in range(int(np.prod(shape, dtype=np.int64)))]
+    else:
+        values = [apply(node, formula, list(row)) for row in zip(*columns)]
+    return _array(values, shape)
+
+
+class _Sum:
+    """An element of a sum or product rule recorded, not computed: numpy's forward on
+    object arrays of ``_Sum`` leaves records its ``+``, ``*``, ``-`` and ``/`` in numpy's
+    order; ``ElementCode.recorded`` then replays each distinct form once on slots with
+    sympy (the same sympy arithmetic on the same operands, in the same order, as the
+    forward on sympy atoms: hundreds of sympy ``Add``/``Mul`` per element were most of a
+    matmul chain's build). ``op`` None: a leaf holding ``a``."""
+
+    __slots__ = ("op", "a", "b")
+
+    def __init__(self, op, a, b=None):
+        self.op, self.a, self.b = op, a, b
+
+    def __add__(self, other):
+        return _Sum("+", self, other)
+
+    def __radd__(self, other):
+        return _Sum("+", other, self)
+
+    def __sub__(self, other):
+        return _Sum("-", self, other)
+
+    def __rsub__(self, other):
+        return _Sum("-", other, self)
+
+    def __mul__(self, other):
+        return _Sum("*", self, other)
+
+    def __rmul__(self, other):
+        return _Sum("*", other, self)
+
+    def __truediv__(self, other):
+        return _Sum("/", self, other)
+
+    def __rtruediv__(self, other):
+        return _Sum("/", other, self)
+
+    def __neg__(self):
+        return _Sum("neg", self)
+
+    def __pos__(self):
+        return self
+
+
+_REPLAY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+           "/": lambda a, b: a / b, "neg": lambda a, b: -a}
+
+
+def _form(v, slots: dict, atoms: list):
+    """A hashable key of a recorded element's form (symbols as slots by first
+    occurrence, ``slots``/``atoms`` filled)."""
+    if isinstance(v, _Sum):
+        if v.op is None:
+            v = v.a
+        else:
+            return (v.op, _form(v.a, slots, atoms),
+                    None if v.b is None else _form(v.b, slots, atoms))
+    if isinstance(v, sp.Basic):
+        if v.is_Symbol and v is not ZERO:
+            k = slots.get(id(v))
+            if k is None:
+                k = slots[id(v)] = len(atoms)
+                atoms.append(v)
+            return k, _kind(v)
+        return "n", v
+    return "p", type(v), v
+
+
+def _replay(v, slots: dict, args: list):
+    """The recorded element ``v`` computed with sympy on ``args`` (its atoms' slots)."""
+    if isinstance(v, _Sum):
+        if v.op is None:
+            v = v.a
+        else:
+            b = None if v.b is None else _replay(v.b, slots, args)
+            return _REPLAY[v.op](_replay(v.a, slots, args), b)
+    if isinstance(v, sp.Basic) and v.is_Symbol and v is not ZERO:
+        return args[slots[id(v)]]
+    return v
+
+
+def _recorded_values(node, args: list):
+    """The rule's value on recorded leaves (None where numpy's forward does not take
+    them: the sympy forward runs instead)."""
+    leaves = []
+    for a in args:
+        out = np.empty(a.shape, dtype=object)
+        flat = out.reshape(-1)
+        for k, v in enumerate(a.ravel().tolist() if a.ndim else [a[()]]):
+            flat[k] = _Sum(None, v)
+        leaves.append(out)
+    try:
+        value = _numpy_forward(node, leaves)
+    except (TypeError, AttributeError, ValueError):
+        return None
+    return value if value.shape == tuple(node.shape) else None
 
 
 def node_elements(node, args: list, code: ElementCode) -> np.ndarray:
     """The value of ``node`` as an object array over the elements of ``args``."""
     if node.kind == "elementwise":
         return _elementwise(node, args, code)
+    shape = tuple(node.shape)
     rule = ELEMENT_RULES[node.op]
+    if node.op in _SUM_RULES:
+        value = _recorded_values(node, args)
+        if value is not None:
+            return _array([code.recorded(v, node.dtype) for v in _flat(value, shape)], shape)
     value = rule(node, args, code) if getattr(rule, "binds", False) else rule(node, args)
-    if value.shape != node.shape:
+    if value.shape != shape:
         raise AssertionError(f"scalar pass: rule of {node.op} gave shape {value.shape}, "
                              f"expected {node.shape}")
-    out = np.empty(node.shape, dtype=object)
-    for index in np.ndindex(*node.shape):
-        out[index] = code.bind(_clean(value[index], node.dtype), node.dtype)
-    return out
+    bind, dtype = code.bind, node.dtype
+    return _array([bind(_clean(v, dtype), dtype) for v in _flat(value, shape)], shape)
+
+
+_SUM_RULES = frozenset(_SUMS)
 
 
 def constant_elements(node) -> np.ndarray:
@@ -296,7 +458,11 @@ def region_code(members: list, inputs: list, outputs: list) -> tuple:
         reads.append(input_elements(k, node))
         values[id(node)] = reads[-1]
     for node in members:
-        args = [values[id(i)] if id(i) in values else constant_elements(i)
-                for i in node.inputs]
+        args = []
+        for i in node.inputs:
+            found = values.get(id(i))
+            if found is None:     # a constant: its elements made once per region
+                found = values[id(i)] = constant_elements(i)
+            args.append(found)
         values[id(node)] = node_elements(node, args, code)
     return code.statements, reads, [values[id(o)] for o in outputs]

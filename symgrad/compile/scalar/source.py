@@ -44,7 +44,7 @@ import re
 
 import numpy as np
 
-from ..codegen.llvm.body import double, function_ir
+from ..codegen.llvm.body import double, function_ir, statements_ir
 from ..codegen.llvm.kernel import kernel_ir
 from ..codegen.templates import INLINE_STATEMENTS, OPTIONS
 from ..printing.printer import ZERO, NumbaPrinter, helpers_used
@@ -119,6 +119,14 @@ def _steps(statements: list, kinds: dict, shared: dict) -> list:
     return steps
 
 
+def _made(steps: list, helpers: dict, shared: dict):
+    """``statements_ir`` of the steps, once per region (the body and the whole kernel
+    print the same statements: the body's arguments carry the reads' names)."""
+    if "made" not in shared:
+        shared["made"] = statements_ir(steps, helpers)
+    return shared["made"]
+
+
 def _element(e, kinds: dict):
     """(IR value text, kind) of an output element, or None."""
     import sympy
@@ -165,7 +173,9 @@ def _native(name: str, region: ScalarRegion, statements: list, reads: list, used
         if any(e is None for e in elements):
             return None, "an output element the IR writer does not write"
         outputs.append((_IR_KINDS[node.dtype.name], tuple(node.shape), elements))
-    made = kernel_ir(inputs, _steps(statements, kinds, shared), outputs, dict(helpers_used(exprs)))
+    steps = _steps(statements, kinds, shared)
+    helpers = dict(helpers_used(exprs))
+    made = kernel_ir(inputs, steps, outputs, helpers, _made(steps, helpers, shared))
     if made is None:
         return None, "a statement outside the IR subset"
     if '"""' in made[0] or "\\" in made[0]:
@@ -202,14 +212,13 @@ def _llvm_body(name: str, statements: list, reads: list, outputs: list, exprs: l
     kinds.update({s.symbol: _kind(s.symbol) for s in statements})
     if any(k not in _KINDS.values() for k in kinds.values()):
         return None
-    param = {r: f"a{k}" for k, r in enumerate(reads)}   # the IR function's arguments
-    named = {r.name: a for r, a in param.items()}
-    steps = [(t, [named.get(x, x) for x in names], *rest)
-             for t, names, *rest in _steps(statements, kinds, shared)]
+    steps = _steps(statements, kinds, shared)
     inputs = tuple(kinds[r] for r in reads)
     outs = tuple(kinds[o] for o in outputs)
-    made = function_ir(inputs, steps, [param.get(o) or o.name for o in outputs],
-                       len(steps) <= INLINE_STATEMENTS, dict(helpers_used(exprs)), outs)
+    helpers = dict(helpers_used(exprs))
+    made = function_ir(inputs, steps, [o.name for o in outputs],
+                       len(steps) <= INLINE_STATEMENTS, helpers, outs,
+                       [r.name for r in reads], _made(steps, helpers, shared))
     if made is None or '"""' in made[0] or "\\" in made[0]:
         return None
     return [f"# {name}: LLVM IR, {len(steps)} statements",

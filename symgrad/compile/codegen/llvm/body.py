@@ -410,19 +410,25 @@ def statements_ir(steps: list, helpers: Optional[dict] = None) -> Optional[tuple
 
 
 def function_ir(inputs: tuple, steps: list, results: list, inline: bool,
-                helpers: Optional[dict] = None, outputs: tuple = ()) -> Optional[tuple]:
+                helpers: Optional[dict] = None, outputs: tuple = (),
+                names: Optional[list] = None, made: Optional[tuple] = None) -> Optional[tuple]:
     """(IR module text, helpers called) of ``void @SYMBOL_(a0, .., ptr out)``
     (``body_function`` names it by the hash of the text), or None when a statement is
     outside the subset. ``inputs``: the kinds ("double", "i1") of the arguments;
     ``steps``: (template text, argument texts, value name, slot kinds, value kind) per
     statement in order; ``results``: the names (or literals) of the values stored to
     ``out[j]`` (8 bytes each), of the kinds ``outputs`` (default float64); ``helpers``:
-    {alias: "pkg.mod:fn"} of the njit helpers templates call."""
-    made = statements_ir(steps, helpers)
+    {alias: "pkg.mod:fn"} of the njit helpers templates call; ``names``: the arguments'
+    names (default ``a<k>``), so that the statements of a whole kernel (``made``: its
+    ``statements_ir``, reads named as here) serve the body unchanged."""
+    if made is None:
+        made = statements_ir(steps, helpers)
     if made is None:
         return None
     body, value, declares, called = made
-    params = ", ".join([f"{kind} %a{k}" for k, kind in enumerate(inputs)] +
+    declares = set(declares)
+    names = names or [f"a{k}" for k in range(len(inputs))]
+    params = ", ".join([f"{kind} %{name}" for kind, name in zip(inputs, names)] +
                        ["ptr noalias %out"])
     raising = any(spec.startswith(RAISING_HELPERS) for spec, _ in called)
     head = [f"define weak_odr {'i32' if raising else 'void'} @SYMBOL_({params}) #0 {{",

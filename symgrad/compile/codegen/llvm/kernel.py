@@ -132,18 +132,21 @@ def _writes(lines: list, j: int, o: str, kind: str, elements: list, value: dict)
 
 
 def kernel_ir(inputs: list, steps: list, outputs: list,
-              helpers: Optional[dict] = None) -> Optional[tuple]:
+              helpers: Optional[dict] = None, made: Optional[tuple] = None) -> Optional[tuple]:
     """(IR module text of ``ptr @SYMBOL_(ptr self, ptr args, i64 nargs)``, helpers called),
     or None where a statement or an element is outside the subset.
 
     ``inputs``: (kind, static shape, [(index, read name)]) per input array (kind "double"
     or "i1"); ``steps``: as ``body.function_ir``'s; ``outputs``: (kind, shape, [(value
     text, value kind)] in C order) per output array, a value text being a statement's or a
-    read's name or an LLVM constant (``0x...``, ``true``)."""
-    made = statements_ir(steps, helpers)
+    read's name or an LLVM constant (``0x...``, ``true``); ``made``: the steps'
+    ``statements_ir`` when the caller has it."""
+    if made is None:
+        made = statements_ir(steps, helpers)
     if made is None:
         return None
     body, value, declares, called = made
+    declares = set(declares)
     n = len(inputs) + len(outputs)
     raising = any(spec.startswith(RAISING_HELPERS) for spec, _ in called)
     lines = ["define ptr @SYMBOL_(ptr %self, ptr %args, i64 %nargs) #0 {", "entry:",

@@ -28,7 +28,7 @@ _SYMBOLS: list = []
 _LAYOUT: list = []
 
 
-NUMBA_PASSES = 10_000
+NUMBA_PASSES = 2_000
 
 
 def opt_level(statements: int) -> int:
@@ -36,7 +36,10 @@ def opt_level(statements: int) -> int:
     (its per-function and module passes, so the results are numba's bit for bit), up to
     ``NUMBA_PASSES`` statements; 1 above (about 20% less time than O2 or numba's O3 at
     7,000 statements, and LLVM's time stays linear; results within a few ulp, as the
-    bodies past ``body.REASSOC_STATEMENTS`` already are).
+    bodies past ``body.REASSOC_STATEMENTS`` already are). Measured on the kernels of
+    ``benchmarks/build_time.py``'s (d) and (f) (CPU s of LLVM, numba's passes / O1, same
+    code generation): 2,050 statements 1.04 / 0.52 s, 8,578: 6.3 / 4.6 s, 14,424: 0.45 /
+    0.24 s, the calls as fast (8.1, 56-58, 6.6 us): numba's pipeline is kept to 2,000.
 
     >>> opt_level(300), opt_level(50_000)
     (3, 1)
@@ -108,20 +111,39 @@ class _Holder:
 
 
 CODEGEN_O3 = 500
+CODEGEN_O2 = 1_000
 _MACHINES: dict = {}
 
 
 def codegen_level(statements: int) -> int:
-    """The code generator's level (instruction scheduling, register allocation): numba's
-    O3 up to ``CODEGEN_O3`` statements, O0 above. Its time at O3 grows much faster than a
-    straight block (1,011 statements of a mass-action Jacobian: 2.9 s at O3, 0.9 s at O1,
-    0.06 s at O0, 2-core machine under load), while the block is already optimised by the
-    IR passes; O0's fast register allocator spills more.
+    """The code generator's level (instruction selection, scheduling, register
+    allocation): numba's O3 up to ``CODEGEN_O3`` statements, O2 up to ``CODEGEN_O2``, O0
+    above. Above O0 the greedy register allocator's time grows faster than the block
+    wherever many values live long (a gradient's forward values), and the block is
+    already optimised by the IR passes; O0's fast allocator spills more. Measured on a
+    loaded 2-core machine (LLVM CPU s / us per call, IR passes -O1):
 
-    >>> codegen_level(100), codegen_level(5_000)
-    (3, 0)
+    ======================================  ==============  ==============
+    kernel (statements)                     code gen -O0    code gen -O2
+    ======================================  ==============  ==============
+    5 layers of roll(tanh(h @ W)) (2,050)   0.52 s / 8.1    1.44 s / 6.6
+    RK4, 100 steps, value + grad (14,424)   0.24 s / 6.6    0.96 s / 4.2
+    RK4, 500 steps, value + grad (72,132)   2.0 s / 35      16.9 s / 22
+    25 layers (8,578)                       4.6 s / 58      15 s / 35 (O1)
+    ======================================  ==============  ==============
+
+    and a mass-action Jacobian of 1,011 statements took 0.9 s at O1 against 0.06 s at O0:
+    the time per statement above O0 depends on how many values live long, which the
+    statement count does not tell. O2 is kept to ``CODEGEN_O2`` statements, where it adds
+    at most about a second and gains 20-35% per call; above, O0 keeps the build linear
+    and the per-call cost of the larger kernels stays (see docs/compile_time.md).
+
+    >>> codegen_level(100), codegen_level(800), codegen_level(5_000)
+    (3, 2, 0)
     """
-    return 3 if statements <= CODEGEN_O3 else 0
+    if statements <= CODEGEN_O3:
+        return 3
+    return 2 if statements <= CODEGEN_O2 else 0
 
 
 def _machine(codegen, level: int):
