@@ -43,7 +43,7 @@ def _dgesv(typingctx, n, nrhs, a, lda, ipiv, b, ldb, info):
     return sig, codegen
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(error_model="numpy")   # no cache of its own: a cached loop module holds its code
 def solve_(a, b, adjoint):
     """``x`` with ``a x = b`` (``a^T x = b`` when ``adjoint``); ``a`` (n, n), ``b`` (n, k)."""
     n, k = a.shape[0], b.shape[1]

@@ -15,10 +15,12 @@ stores, with the nest rule that stopped it (``nest.nest_rejections``).
 >>> print(sg.function([x], y).explain())
 sg.function target='cpu': 2 kernels, 1 step, inputs x float64 (3, 4)
 kernel 0  loop (3, 4)  ops: sin
+  runs   numba function (its body checks sin/cos ranges (vecmath's fast forms run in numba functions))
   reads  x float64 (3, 4)
   writes s float64 (3, 4) (stored)
 step      transpose 'sT' -> (4, 3) (numpy view)
 kernel 1  loop (4, 3)  ops: exp, multiply
+  runs   numba function (outside the IR writer's subset: a call of exp_f64)
   reads  sT float64 (4, 3)
   writes y float64 () (sum over axes (0, 1))
 temporaries: 1, 96 bytes
