@@ -174,7 +174,15 @@ def test_weird_time_pendulum_grads():
     """Gradients are correct when the dynamics depend on t."""
     y0, ts = [np.pi - 0.1, 0.0], np.linspace(0.0, 1.0, 11)
     check_against_scipy(weird_time_dynamics, y0, ts, tol=TOL)
-    _check_grads(_integrate(weird_time_dynamics), [y0, ts], rtol=TOL)
+    _check_grads(_integrate(weird_time_dynamics), [y0, ts], rtol=TOL, compiled=False)
+
+
+def test_pend_grads_with_negative_times():
+    """Added: output times below zero (JAX's t need only increase)."""
+    y0, _, *args = PEND
+    ts = np.linspace(-1.0, 0.0, 11)
+    check_against_scipy(pend, y0, ts, *args, tol=TOL)
+    _check_grads(_integrate(pend), [y0, ts, *args], rtol=TOL, compiled=False)
 
 
 def test_weird_time_pendulum_grads_bdf():
@@ -234,6 +242,18 @@ def test_swoop_closed_form():
     exact = (y0 - yp(ts[0]))[None] * np.exp(ts - ts[0])[:, None] + yp(ts)[:, None]
     got = sg.evaluate(_integrate(swoop)(y0, ts, a1, a2), {})
     np.testing.assert_allclose(got, exact, rtol=1e-7, atol=1e-8)
+
+
+def test_second_derivative_bdf():
+    """Added: order 2 through the stiff method (sensitivities of sensitivities) against the
+    closed form of y = exp(-k t) (the order-2 check_grads of the cases above costs 20-35 s
+    of CPU with method="bdf", so it runs on this scalar)."""
+    k = sg.placeholder("k")
+    ys = sg.odeint(lambda y, t, k: -k * y, 1.0, [0.0, 1.5], k, method="bdf")
+    (g,) = sg.gradients(ys[1], k)
+    (h,) = sg.gradients(g, k)
+    np.testing.assert_allclose(sg.evaluate([g, h], {k: 0.7}),
+                               [-1.5 * np.exp(-1.05), 1.5 ** 2 * np.exp(-1.05)], rtol=1e-5)
 
 
 # --- args of several kinds (JAX passes any pytree of arrays) ---------------------------------
@@ -303,6 +323,9 @@ def test_odeint_vmap_grad():
     got, want = sg.evaluate([ans, expected], {x: 2.0, y1: 0.1, y2: 0.2})
     np.testing.assert_allclose(got, want, rtol=2e-15, atol=5e-15)     # JAX's tolerances
     np.testing.assert_allclose(got, 2 * np.exp(0.5), rtol=1e-7)       # d/dx 2 x e^0.5
+    # jax.jit(jax.grad(g)): the gradient of the mapped solve, compiled
+    (compiled,) = sg.function([x], [ans])(2.0)
+    np.testing.assert_allclose(compiled, got, rtol=1e-12)
 
 
 # --- test_disable_jit_odeint_with_vmap (jax#2598) --------------------------------------------
