@@ -108,11 +108,13 @@ def _step_form(node, args: list) -> Optional[str]:
     return None
 
 
-MAX_SCALAR_LINES = 64
+MAX_SCALAR_LINES = 256
 """The most element reads and writes a scalar kernel called from a fused loop may have:
 the loop calls its njit form (``_s<i>``), whose numba compile grows with them (~1 ms a
 line and more: seconds for a 20 x 20 Jacobian), where the driver calls the kernel compiled
-whole as LLVM IR (no numba front end)."""
+whole as LLVM IR (no numba front end). 256 (was 64): ``sg.odeint``'s dopri5 step with its
+output rows (21 times x 2 states: 160) fuses; the fused loop is compiled only after the
+Python loop has spent ``fused_while.PAYBACK_S``, which bounds what a larger compile costs."""
 
 
 def _scalar_lines(source: str, function: str) -> int:
