@@ -35,7 +35,7 @@ from ..graph.tensor import Tensor
 from ..ops.functions import F
 from ..ops.sources import constant
 
-__all__ = ["dopri5", "error_ratio", "next_step", "initial_step"]
+__all__ = ["dopri5", "error_ratio", "next_step", "initial_step", "time_at"]
 
 ALPHA = (1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0)
 BETA = (
@@ -116,7 +116,7 @@ def _step(fun: Callable, y: Tensor, f: Tensor, t: Tensor, dt: Tensor) -> tuple:
     return y1, ks[-1], err, (a, b, c, dy0, y)
 
 
-def _pick(t: Tensor, i: Tensor) -> Tensor:
+def time_at(t: Tensor, i: Tensor) -> Tensor:
     """``t[i]`` for a 1-D ``t`` and a scalar int ``i`` in range, elementwise (a masked sum:
     a fused loop's driver runs it; a dynamic gather it does not)."""
     rows = constant(np.arange(int(t.shape[0]), dtype=np.int64))
@@ -144,11 +144,11 @@ def dopri5(fun: Callable, y0: Tensor, t: Tensor, rtol: float, atol: float,
 
     def more(y, f, tc, dt, last, a, b, c, d, e, n, i, out):
         within = F.logical_and(n < max_steps, dt > 0.0)
-        target = _pick(t, F.minimum(i, constant(np.int64(n_t - 1))))
+        target = time_at(t, F.minimum(i, constant(np.int64(n_t - 1))))
         return F.logical_and(i < n_t, F.logical_or(within, target <= tc))
 
     def body(y, f, tc, dt, last, a, b, c, d, e, n, i, out):
-        target = _pick(t, i)
+        target = time_at(t, i)
         emit = target <= tc
         span = tc - last
         s = (target - last) / F.where(span > 0.0, span, constant(1.0))
