@@ -154,7 +154,8 @@ def dopri5(fun: Callable, y0: Tensor, t: Tensor, rtol: float, atol: float,
         s = (target - last) / F.where(span > 0.0, span, constant(1.0))
         value = (((a * s + b) * s + c) * s + d) * s + e
         write = F.logical_and(emit, F.equal(rows, i))
-        out = F.where(write, F.expand_dims(value, 0), out)
+        out = F.where(write, F.reshape(value, (1,) + tuple(y0.shape)), out)   # numba: no
+        # expand_dims with a tuple axis
         y1, f1, err, coeffs = _step(fun, y, f, tc, dt)
         ratio = error_ratio(err, y, y1, rtol, atol)
         ok = F.logical_and(ratio <= 1.0, F.logical_not(emit))

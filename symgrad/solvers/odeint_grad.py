@@ -158,7 +158,11 @@ def _dot(a: Tensor, b: Tensor) -> Tensor:
 
 
 # --- reverse mode: the continuous adjoint ------------------------------------------------
-def _adjoint(spec, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor, params: list) -> tuple:
+def _adjoint(spec, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor, params: list,
+             one_loop: bool = True) -> tuple:
+    """(y0's, t's, the parameters' gradients). ``one_loop``: the backward solve over every
+    interval is one loop (``odeint_sweep.py``); False: a scan of one solve an interval
+    (the formulation the one loop's derivatives are taken from)."""
     fun, n_t = spec.fun, int(t.shape[0])
     like = [y0, y0] + list(params)
 
@@ -172,6 +176,15 @@ def _adjoint(spec, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor, params: list) -
     zeros_p = [F.zeros_like(p) for p in params]
     if n_t == 1:
         return g[0], F.zeros_like(t), zeros_p
+    if one_loop:
+        from .odeint_sweep import sweep
+        acc = sweep(spec, augmented, g, ys, y0, t, params, _flat, _size)
+        a, *p_bars = _split(acc, [y0] + list(params))
+        fs = _f_at(spec, ys, t)
+        t_bars = F.reduce_sum(F.reshape(g * fs, (n_t, -1)), 1)
+        t0_bar = -_dot(a - F.getitem(g, (0,)), F.getitem(fs, (0,)))
+        t_bar = F.concat([F.reshape(t0_bar, (1,)), F.getitem(t_bars, (slice(1, None),))], 0)
+        return a, t_bar, p_bars
 
     def back(carry, x):
         a, acc = carry

@@ -173,7 +173,7 @@ def rodas4(fun: Callable, y0: Tensor, t: Tensor, rtol: float, atol: float,
         y_new = F.where(ok, y1, y)
         t1 = F.where(clipped, target, tc + h)
         write = F.logical_and(F.logical_or(landed, emit), F.equal(rows, i))
-        out = F.where(write, F.expand_dims(y_new, 0), out)
+        out = F.where(write, F.reshape(y_new, (1, n)), out)     # a reshape: numba runs it
         return [y_new, F.where(ok, t1, tc), F.where(emit, dt, proposal),
                 F.where(emit, k, k + 1), F.where(F.logical_or(landed, emit), i + 1, i), out]
 

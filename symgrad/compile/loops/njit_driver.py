@@ -6,7 +6,8 @@ them. Where every line of it is one of the forms below, the same lines run under
 and a while loop can call the whole body from one njit loop (``fused_while.py``):
 
 - ``sh<i> = (20, 20)`` static loop shapes; ``o<i>_<j> = np.empty(sh<i>, np.float64)``
-  (or ``np.zeros``) result buffers;
+  (or ``np.zeros``; or of a shape of static dims and ``sh<i>[k]``: a keepdims sum's)
+  result buffers;
 - ``_k<i>_cpu(...)`` serial loop kernels (a parallel launch, a libm retry or a buffer
   reused from a dead value is not taken);
 - ``v<n> = _s<i>_native(...)``: a scalar kernel, called as its njit form ``_s<i>``;
@@ -59,7 +60,9 @@ __all__ = ["driver_function"]
 _NAME = re.compile(r"\b(_k\d+_cpu|_s\d+_native|_s\d+|C\d+|S\d+)\b")
 _TUPLE = r"\((\d+, ?)*(\d+,?)?\)"
 _SHAPE = re.compile(rf"^sh\d+ = {_TUPLE}$")
-_ALLOC = re.compile(rf"^o\d+_\d+ = np\.(empty|zeros)\((sh\d+|{_TUPLE}), np\.\w+\)$")
+_DIM = r"(\d+|sh\d+\[\d+\])"       # a static dim, or one of a static shape (keepdims sums)
+_DIMS = rf"\(({_DIM}, ?)*({_DIM},?)?\)"
+_ALLOC = re.compile(rf"^o\d+_\d+ = np\.(empty|zeros)\((sh\d+|{_DIMS}), np\.\w+\)$")
 _KERNEL = re.compile(r"^_k\d+_cpu\(([\w\[\]]+(, )?)*\)$")
 _SCALAR = re.compile(r"^v\d+ = (_s\d+)(_native)?\(((v|C)\d+(, )?)*\)$")
 _STEP = re.compile(r"^v(\d+) = S(\d+)\(((v|C)\d+(, )?)*\)$")
@@ -139,7 +142,8 @@ def driver_function(source: str, name: str, prefix: str, step_node: Callable) ->
             continue
         m = _RETURN.match(code)
         if m:
-            items = [v.strip() for v in m.group(1).split(",") if v.strip()]
+            items = [v.strip() for v in  # a copy's comma does not split it
+                     re.split(r",(?![^(]*\))", m.group(1)) if v.strip()]
             if not all(_VALUE.match(v) for v in items):
                 return None, [], f"the body returns a value the loop cannot take: {code}"
             items = [re.sub(r"np\.array\(((v|C)\d+), copy=True\)", r"\1.copy()", v)
