@@ -6,8 +6,10 @@ state ``[y, a, a_p]`` backward (in ``s = -t``): ``dy/ds = -f``, ``da/ds = a^T df
 ``da_p/ds = a^T df/dp``, starting from ``y = ys[i]``; after it the upstream ``g[i-1]`` is
 added to ``a``. At the end ``a`` is the gradient of ``y0`` and ``a_p`` of the parameters
 ``p`` (the tensors ``f`` captures); ``t[i]`` gets ``g[i] . f(ys[i], t[i])`` and ``t[0]``
-gets ``-(a - g[0]) . f(y0, t0)``. Each backward solve is itself an ``odeint`` node (an
-adjoint of the adjoint gives second derivatives). Memory: no steps are stored; cost: one
+gets ``-(a - g[0]) . f(y0, t0)``. The backward solves of all intervals run as ONE loop
+(``odeint_sweep.py``: the steps land on the output times, where y restarts and g is
+added); its derivatives are those of the per-interval form, where each backward solve is
+itself an ``odeint`` node (an adjoint of the adjoint gives second derivatives). Memory: no steps are stored; cost: one
 backward solve of 2n + P unknowns. Why the continuous adjoint: the forward loop stores
 nothing and the gradient is as accurate as the tolerances, at the price of a re-integration
 of y backward, which is stable for non-stiff systems only.
