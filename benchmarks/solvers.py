@@ -1,6 +1,6 @@
-"""Solvers (issue 31): roots, vectorized maps (and later ODE solves) beside CasADi and JAX.
+"""Solvers (issue 31): roots, vectorized maps and ODE solves beside CasADi and JAX.
 
-    python benchmarks/solvers.py [--cases root,vmap] [--quick] [--timeout 300]
+    python benchmarks/solvers.py [--cases root,vmap,lv,robertson] [--quick] [--timeout 300]
                                  [--json benchmarks/results/solvers.json]
                                  [--chart benchmarks/results/solvers.png]
 
@@ -11,8 +11,7 @@ child measures CPU seconds (``time.process_time``) of the build (graph + gradien
 arguments is reused; BLAS on one thread, as CasADi's), and the peak memory of one call
 (``tracemalloc``: numpy's buffers).
 
-Cases (``CASES``: each names its programs, its reference program and its targets; the
-odeint rows are to be added there):
+Cases (``CASES``: each names its programs, its reference program and its targets):
 
 - ``root``  a Bratu-like system of n = 100 (``--quick``: 20) unknowns with 10 parameters:
   ``F_i(x, th) = (x_{i-1} - 2 x_i + x_{i+1}) / h^2 + th[i // (n/10)] exp(x_i) + 1``,
@@ -26,6 +25,16 @@ odeint rows are to be added there):
 - ``vmap``  one RK4 step of Lotka-Volterra (h = 0.01) over 10^5 (quick: 10^3) states:
   ``sg.vectorized_map`` of the one-state step vs the same written on (N, 2) arrays, value
   ``sum`` of the new states; target <= 1.2x the array program, build <= 2 s.
+
+- ``lv``  Lotka-Volterra by ``sg.odeint`` (dopri5, JAX's default tolerances 1.4e-8), 21
+  (quick: 6) output times on [0, 10]: value ``sum(ys^2)`` and its gradient wrt p (4) and
+  y0 (2) (the continuous adjoint) vs the value alone; CasADi ``integrator("cvodes")`` with
+  ``casadi.gradient`` of the loss (CVODES adjoint sensitivities); JAX ``odeint``. Target:
+  per call <= JAX / 5 (``peer_targets``), build <= 2 s.
+- ``robertson``  Robertson's kinetics by ``sg.odeint(method="bdf")`` to rtol 1e-6, atol
+  1e-10, 14 (quick: 5) output times (0, then log-spaced 1e-4..100): value
+  ``sum(ys * (1, 1e4, 1))`` and its gradient wrt the 3 rate constants vs the value alone;
+  CasADi CVODES with adjoint sensitivities. Target: per call <= CasADi's, build <= 2 s.
 
 JAX rows run where jax imports (not installed on the machine of the README's figures).
 """
