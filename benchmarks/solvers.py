@@ -255,6 +255,101 @@ def casadi_rob(n: int):
     return lambda k: fn(k)
 
 
+def numba_lv(n: int):
+    """A hand-written continuous adjoint in numba (the moonshot's reference): dopri5 with
+    steps landing on the output times, forward for ys, backward for ``[y, a, a_p]`` with
+    the restarts at the output times (``odeint_sweep.py``'s scheme), no symgrad."""
+    import numba
+    from symgrad.solvers.dopri5 import ALPHA, BETA, C_ERR, C_SOL
+    beta = np.zeros((6, 6))
+    for i, row in enumerate(BETA):
+        beta[i, :len(row)] = row
+    alpha, c_sol, c_err = np.array(ALPHA), np.array(C_SOL), np.array(C_ERR)
+
+    @numba.njit(cache=False)
+    def lv(z, p, out):
+        out[0] = p[0] * z[0] - p[1] * z[0] * z[1]
+        out[1] = p[2] * z[0] * z[1] - p[3] * z[1]
+
+    @numba.njit(cache=False)
+    def adjoint(z, p, out):      # d[y, a, a_p]/ds in s = -t
+        y0, y1, a0, a1 = z[0], z[1], z[2], z[3]
+        out[0] = -(p[0] * y0 - p[1] * y0 * y1)
+        out[1] = -(p[2] * y0 * y1 - p[3] * y1)
+        out[2] = a0 * (p[0] - p[1] * y1) + a1 * p[2] * y1
+        out[3] = -a0 * p[1] * y0 + a1 * (p[2] * y0 - p[3])
+        out[4] = a0 * y0
+        out[5] = -a0 * y0 * y1
+        out[6] = a1 * y0 * y1
+        out[7] = -a1 * y1
+
+    def make(rhs):
+        @numba.njit(cache=False)
+        def solve(z, grid, p, out, resets, keep):
+            nz = z.size
+            k = np.empty((7, nz))
+            stage, z1 = np.empty(nz), np.empty(nz)
+            s, dt, j = grid[0], 1e-4 * (grid[-1] - grid[0]), 1
+            out[0, :] = z
+            z = keep * z + resets[0]
+            rhs(z, p, k[0])
+            while j < grid.size:
+                target = grid[j]
+                clipped = s + dt >= target
+                h = target - s if clipped else dt
+                for i in range(6):
+                    for e in range(nz):
+                        acc = 0.0
+                        for q in range(i + 1):
+                            acc += beta[i, q] * k[q, e]
+                        stage[e] = z[e] + h * acc
+                    rhs(stage, p, k[i + 1])
+                ratio = 0.0
+                for e in range(nz):
+                    acc, err = 0.0, 0.0
+                    for q in range(7):
+                        acc += c_sol[q] * k[q, e]
+                        err += c_err[q] * k[q, e]
+                    z1[e] = z[e] + h * acc
+                    sc = LV_TOL + LV_TOL * max(abs(z[e]), abs(z1[e]))
+                    ratio += (h * err / sc) ** 2
+                ratio = np.sqrt(ratio / nz)
+                factor = 10.0 if ratio == 0.0 else min(10.0, max(
+                    0.9 * ratio ** -0.2, 1.0 if ratio <= 1.0 else 0.2))
+                if ratio <= 1.0:
+                    z[:] = z1
+                    s = target if clipped else s + h
+                    if clipped:
+                        out[j, :] = z
+                        z = keep * z + resets[j]
+                        j += 1
+                        dt = max(h * factor, dt)
+                        rhs(z, p, k[0])
+                    else:
+                        dt = h * factor
+                        k[0, :] = k[6]
+                else:
+                    dt = h * factor
+            return z
+        return solve
+
+    forward, backward = make(lv), make(adjoint)
+    times = _lv_times(n)
+    grid_b = -times[::-1].copy()
+    keep_f, keep_b = np.ones(2), np.concatenate([np.zeros(2), np.ones(6)])
+
+    def call(p, y0):
+        ys = np.empty((n, 2))
+        forward(y0.copy(), times, p, ys, np.zeros((n, 2)), keep_f)
+        g = 2.0 * ys
+        resets = np.zeros((n, 8))
+        resets[:, :2], resets[:, 2:4] = ys[::-1], g[::-1]
+        z = backward(np.zeros(8), grid_b, p, np.empty((n, 8)), resets, keep_b)
+        return (ys * ys).sum(), z[4:8].copy(), z[2:4].copy()
+    call(P_LV, Y_LV)                      # compile
+    return call
+
+
 def jax_lv(n: int):
     import jax
     import jax.numpy as jnp
@@ -298,11 +393,13 @@ CASES = {
         "size": (21, 6),                         # output times
         "programs": {"sg.odeint": sg_lv, "sg.odeint value": sg_lv_value},
         "iterations": (),
-        "peers": {"jax odeint": ("jax", jax_lv), "casadi cvodes": ("casadi", casadi_lv)},
+        "peers": {"jax odeint": ("jax", jax_lv), "casadi cvodes": ("casadi", casadi_lv),
+                  "numba adjoint": ("numba", numba_lv)},
         "args": _lv_args,
         "reference": "sg.odeint value",
         "target": ("sg.odeint", 3.0),            # the gradient <= 3x the value alone
-        "peer_targets": [("jax odeint", 0.2, "<= JAX odeint / 5")],
+        "peer_targets": [("jax odeint", 0.2, "<= JAX odeint / 5"),
+                         ("numba adjoint", 2.0, "<= 2x a hand-written adjoint (moonshot)")],
         "budget_s": 4.0,     # calls past fused_while.PAYBACK_S of Python loop: fused loops
     },
     "robertson": {
