@@ -9,10 +9,11 @@ added to ``a``. At the end ``a`` is the gradient of ``y0`` and ``a_p`` of the pa
 gets ``-(a - g[0]) . f(y0, t0)``. The backward solves of all intervals run as ONE loop
 (``odeint_sweep.py``: the steps land on the output times, where y restarts and g is
 added); its derivatives are those of the per-interval form, where each backward solve is
-itself an ``odeint`` node (an adjoint of the adjoint gives second derivatives). Memory: no steps are stored; cost: one
-backward solve of 2n + P unknowns. Why the continuous adjoint: the forward loop stores
-nothing and the gradient is as accurate as the tolerances, at the price of a re-integration
-of y backward, which is stable for non-stiff systems only.
+itself an ``odeint`` node (an adjoint of the adjoint gives second derivatives). Memory:
+no steps are stored; cost: one backward solve of 2n + P unknowns. Why the continuous
+adjoint: the forward loop stores nothing and the gradient is as accurate as the
+tolerances, at the price of a re-integration of y backward, which is stable for
+non-stiff systems only.
 
 Reverse mode, stiff methods, and forward mode (``sg.jvp``) for both: forward
 sensitivities. ``S = dy/d(direction)`` obeys ``dS/dt = J S + (df/dp) P'`` with
@@ -180,7 +181,7 @@ def _adjoint(spec, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor, params: list,
         return g[0], F.zeros_like(t), zeros_p
     if one_loop:
         from .odeint_sweep import sweep
-        acc = sweep(spec, augmented, g, ys, y0, t, params, _flat, _size)
+        acc = sweep(spec, augmented, g, ys, y0, t, params, _size)
         a, *p_bars = _split(acc, [y0] + list(params))
         fs = _f_at(spec, ys, t)
         t_bars = F.reduce_sum(F.reshape(g * fs, (n_t, -1)), 1)

@@ -135,17 +135,15 @@ JVP_RULES[SWEEP] = _jvp
 
 
 def sweep(spec, aug: Callable, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor,
-          params: list, flat: Callable, size: Callable) -> Tensor:
+          params: list, size: Callable) -> Tensor:
     """The final ``[a, a_p]`` (flat) of the backward adjoint over every interval."""
     n_t, n = int(t.shape[0]), size(y0)
     n_p = sum(size(p) for p in params)
-    n_z = 2 * n + n_p
     y_rows = F.reshape(ys, (n_t, n))
     g_rows = F.reshape(g, (n_t, n))
     pad = constant(np.zeros((n_t, n_p), dtype=y0.dtype))
     resets = F.concat([y_rows, g_rows] + ([pad] if n_p else []), 1)
-    resets = F.reverse(resets, [0]) if hasattr(F, "reverse") else F.getitem(
-        resets, (slice(None, None, -1),))
+    resets = F.getitem(resets, (slice(None, None, -1),))          # in s = -t: last first
     keep = constant(np.concatenate([np.zeros(n), np.ones(n + n_p)]).astype(y0.dtype))
     s = -F.getitem(t, (slice(None, None, -1),))
     z0 = F.getitem(resets, (0,))
