@@ -1,6 +1,6 @@
-"""Solvers (issue 31): roots, vectorized maps (and later ODE solves) beside CasADi and JAX.
+"""Solvers (issue 31): roots, vectorized maps and ODE solves beside CasADi and JAX.
 
-    python benchmarks/solvers.py [--cases root,vmap] [--quick] [--timeout 300]
+    python benchmarks/solvers.py [--cases root,vmap,lv,robertson] [--quick] [--timeout 300]
                                  [--json benchmarks/results/solvers.json]
                                  [--chart benchmarks/results/solvers.png]
 
@@ -11,8 +11,7 @@ child measures CPU seconds (``time.process_time``) of the build (graph + gradien
 arguments is reused; BLAS on one thread, as CasADi's), and the peak memory of one call
 (``tracemalloc``: numpy's buffers).
 
-Cases (``CASES``: each names its programs, its reference program and its targets; the
-odeint rows are to be added there):
+Cases (``CASES``: each names its programs, its reference program and its targets):
 
 - ``root``  a Bratu-like system of n = 100 (``--quick``: 20) unknowns with 10 parameters:
   ``F_i(x, th) = (x_{i-1} - 2 x_i + x_{i+1}) / h^2 + th[i // (n/10)] exp(x_i) + 1``,
@@ -26,6 +25,16 @@ odeint rows are to be added there):
 - ``vmap``  one RK4 step of Lotka-Volterra (h = 0.01) over 10^5 (quick: 10^3) states:
   ``sg.vectorized_map`` of the one-state step vs the same written on (N, 2) arrays, value
   ``sum`` of the new states; target <= 1.2x the array program, build <= 2 s.
+
+- ``lv``  Lotka-Volterra by ``sg.odeint`` (dopri5, JAX's default tolerances 1.4e-8), 21
+  (quick: 6) output times on [0, 10]: value ``sum(ys^2)`` and its gradient wrt p (4) and
+  y0 (2) (the continuous adjoint) vs the value alone; CasADi ``integrator("cvodes")`` with
+  ``casadi.gradient`` of the loss (CVODES adjoint sensitivities); JAX ``odeint``. Target:
+  per call <= JAX / 5 (``peer_targets``), build <= 2 s.
+- ``robertson``  Robertson's kinetics by ``sg.odeint(method="bdf")`` to rtol 1e-6, atol
+  1e-10, 14 (quick: 5) output times (0, then log-spaced 1e-4..100): value
+  ``sum(ys * (1, 1e4, 1))`` and its gradient wrt the 3 rate constants vs the value alone;
+  CasADi CVODES with adjoint sensitivities. Target: per call <= CasADi's, build <= 2 s.
 
 JAX rows run where jax imports (not installed on the machine of the README's figures).
 """
@@ -153,6 +162,214 @@ def _states(n: int, k: int) -> list:
     return [1.0 + rng.random((n, 2))]
 
 
+# --- odeint: Lotka-Volterra (dopri5, adjoint) and Robertson (bdf, sensitivities) -------
+P_LV = np.array([1.1, 0.4, 0.1, 0.4])
+Y_LV = np.array([10.0, 5.0])
+LV_TOL = 1.4e-8                       # JAX odeint's default rtol = atol
+K_ROB = np.array([0.04, 3.0e7, 1.0e4])
+W_ROB = np.array([1.0, 1.0e4, 1.0])   # y2 is ~1e-5: weigh it like the others
+ROB_TOL = (1e-6, 1e-10)               # rtol, atol
+
+
+def _lv_times(n: int) -> np.ndarray:
+    return np.linspace(0.0, 10.0, n)
+
+
+def _rob_times(n: int) -> np.ndarray:
+    return np.concatenate([[0.0], np.logspace(-4, 2, n - 1)])
+
+
+def _lv_args(n: int, k: int) -> list:
+    return [P_LV * (1 + 0.01 * k), Y_LV * (1 - 0.01 * k)]
+
+
+def _rob_args(n: int, k: int) -> list:
+    return [K_ROB * (1 + 0.01 * k)]
+
+
+def sg_lv(sg, n: int, iterations=None, gradient: bool = True):
+    """loss = sum(ys^2) over the n output times, its gradient wrt p (4) and y0 (2)."""
+    p = sg.placeholder("p", shape=(4,))
+    y0 = sg.placeholder("y0", shape=(2,))
+
+    def f(y, t, p):
+        return sg.stack([p[0] * y[0] - p[1] * y[0] * y[1], p[2] * y[0] * y[1] - p[3] * y[1]])
+    ys = sg.odeint(f, y0, _lv_times(n), p, rtol=LV_TOL, atol=LV_TOL)
+    loss = sg.reduce_sum(ys * ys)
+    return [p, y0], [loss] + (list(sg.gradients(loss, [p, y0])) if gradient else [])
+
+
+def sg_lv_value(sg, n: int, iterations=None):
+    return sg_lv(sg, n, iterations, gradient=False)
+
+
+def sg_rob(sg, n: int, iterations=None, gradient: bool = True):
+    """loss = sum(ys * W) over the n output times, its gradient wrt the 3 rate constants."""
+    k = sg.placeholder("k", shape=(3,))
+
+    def f(y, t, k):
+        return sg.stack([-k[0] * y[0] + k[2] * y[1] * y[2],
+                         k[0] * y[0] - k[2] * y[1] * y[2] - k[1] * y[1] ** 2,
+                         k[1] * y[1] ** 2])
+    ys = sg.odeint(f, np.array([1.0, 0.0, 0.0]), _rob_times(n), k, method="bdf",
+                   rtol=ROB_TOL[0], atol=ROB_TOL[1])
+    loss = sg.reduce_sum(ys * W_ROB)
+    return [k], [loss] + (list(sg.gradients(loss, [k])) if gradient else [])
+
+
+def sg_rob_value(sg, n: int, iterations=None):
+    return sg_rob(sg, n, iterations, gradient=False)
+
+
+def _casadi_integrator(ca, x, p, ode, times, rtol, atol):
+    """CasADi's CVODES integrator to the times[1:], its loss differentiated by casadi's
+    reverse AD (the integrator's adjoint sensitivities)."""
+    return ca.integrator("F", "cvodes", {"x": x, "p": p, "ode": ode}, float(times[0]),
+                         [float(v) for v in times[1:]],
+                         {"reltol": rtol, "abstol": atol, "max_num_steps": 100000})
+
+
+def casadi_lv(n: int):
+    import casadi as ca
+    x, p = ca.SX.sym("x", 2), ca.SX.sym("p", 4)
+    ode = ca.vertcat(p[0] * x[0] - p[1] * x[0] * x[1], p[2] * x[0] * x[1] - p[3] * x[1])
+    F = _casadi_integrator(ca, x, p, ode, _lv_times(n), LV_TOL, LV_TOL)
+    P, X0 = ca.MX.sym("p", 4), ca.MX.sym("y0", 2)
+    xf = F(x0=X0, p=P)["xf"]
+    loss = ca.sumsqr(xf) + ca.sumsqr(X0)
+    fn = ca.Function("lv", [P, X0], [loss, ca.gradient(loss, P), ca.gradient(loss, X0)])
+    return lambda p, y0: fn(p, y0)
+
+
+def casadi_rob(n: int):
+    import casadi as ca
+    y, k = ca.SX.sym("y", 3), ca.SX.sym("k", 3)
+    ode = ca.vertcat(-k[0] * y[0] + k[2] * y[1] * y[2],
+                     k[0] * y[0] - k[2] * y[1] * y[2] - k[1] * y[1] ** 2, k[1] * y[1] ** 2)
+    F = _casadi_integrator(ca, y, k, ode, _rob_times(n), *ROB_TOL)
+    K = ca.MX.sym("k", 3)
+    y0 = np.array([1.0, 0.0, 0.0])
+    xf = F(x0=ca.DM(y0), p=K)["xf"]                              # 3 x (n - 1)
+    loss = ca.sum1(ca.mtimes(ca.DM(W_ROB).T, xf).T) + float(W_ROB @ y0)
+    fn = ca.Function("rob", [K], [loss, ca.gradient(loss, K)])
+    return lambda k: fn(k)
+
+
+def numba_lv(n: int):
+    """A hand-written continuous adjoint in numba (the moonshot's reference): dopri5 with
+    steps landing on the output times, forward for ys, backward for ``[y, a, a_p]`` with
+    the restarts at the output times (``odeint_sweep.py``'s scheme), no symgrad."""
+    import numba
+    from symgrad.solvers.dopri5 import ALPHA, BETA, C_ERR, C_SOL
+    beta = np.zeros((6, 6))
+    for i, row in enumerate(BETA):
+        beta[i, :len(row)] = row
+    alpha, c_sol, c_err = np.array(ALPHA), np.array(C_SOL), np.array(C_ERR)
+
+    @numba.njit(cache=False)
+    def lv(z, p, out):
+        out[0] = p[0] * z[0] - p[1] * z[0] * z[1]
+        out[1] = p[2] * z[0] * z[1] - p[3] * z[1]
+
+    @numba.njit(cache=False)
+    def adjoint(z, p, out):      # d[y, a, a_p]/ds in s = -t
+        y0, y1, a0, a1 = z[0], z[1], z[2], z[3]
+        out[0] = -(p[0] * y0 - p[1] * y0 * y1)
+        out[1] = -(p[2] * y0 * y1 - p[3] * y1)
+        out[2] = a0 * (p[0] - p[1] * y1) + a1 * p[2] * y1
+        out[3] = -a0 * p[1] * y0 + a1 * (p[2] * y0 - p[3])
+        out[4] = a0 * y0
+        out[5] = -a0 * y0 * y1
+        out[6] = a1 * y0 * y1
+        out[7] = -a1 * y1
+
+    def make(rhs):
+        @numba.njit(cache=False)
+        def solve(z, grid, p, out, resets, keep):
+            nz = z.size
+            k = np.empty((7, nz))
+            stage, z1 = np.empty(nz), np.empty(nz)
+            s, dt, j = grid[0], 1e-4 * (grid[-1] - grid[0]), 1
+            out[0, :] = z
+            z = keep * z + resets[0]
+            rhs(z, p, k[0])
+            while j < grid.size:
+                target = grid[j]
+                clipped = s + dt >= target
+                h = target - s if clipped else dt
+                for i in range(6):
+                    for e in range(nz):
+                        acc = 0.0
+                        for q in range(i + 1):
+                            acc += beta[i, q] * k[q, e]
+                        stage[e] = z[e] + h * acc
+                    rhs(stage, p, k[i + 1])
+                ratio = 0.0
+                for e in range(nz):
+                    acc, err = 0.0, 0.0
+                    for q in range(7):
+                        acc += c_sol[q] * k[q, e]
+                        err += c_err[q] * k[q, e]
+                    z1[e] = z[e] + h * acc
+                    sc = LV_TOL + LV_TOL * max(abs(z[e]), abs(z1[e]))
+                    ratio += (h * err / sc) ** 2
+                ratio = np.sqrt(ratio / nz)
+                factor = 10.0 if ratio == 0.0 else min(10.0, max(
+                    0.9 * ratio ** -0.2, 1.0 if ratio <= 1.0 else 0.2))
+                if ratio <= 1.0:
+                    z[:] = z1
+                    s = target if clipped else s + h
+                    if clipped:
+                        out[j, :] = z
+                        z = keep * z + resets[j]
+                        j += 1
+                        dt = max(h * factor, dt)
+                        rhs(z, p, k[0])
+                    else:
+                        dt = h * factor
+                        k[0, :] = k[6]
+                else:
+                    dt = h * factor
+            return z
+        return solve
+
+    forward, backward = make(lv), make(adjoint)
+    times = _lv_times(n)
+    grid_b = -times[::-1].copy()
+    keep_f, keep_b = np.ones(2), np.concatenate([np.zeros(2), np.ones(6)])
+
+    def call(p, y0):
+        ys = np.empty((n, 2))
+        forward(y0.copy(), times, p, ys, np.zeros((n, 2)), keep_f)
+        g = 2.0 * ys
+        resets = np.zeros((n, 8))
+        resets[:, :2], resets[:, 2:4] = ys[::-1], g[::-1]
+        z = backward(np.zeros(8), grid_b, p, np.empty((n, 8)), resets, keep_b)
+        return (ys * ys).sum(), z[4:8].copy(), z[2:4].copy()
+    call(P_LV, Y_LV)                      # compile
+    return call
+
+
+def jax_lv(n: int):
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental.ode import odeint as jodeint
+    jax.config.update("jax_enable_x64", True)
+
+    def f(y, t, p):
+        return jnp.stack([p[0] * y[0] - p[1] * y[0] * y[1], p[2] * y[0] * y[1] - p[3] * y[1]])
+
+    def loss(p, y0):
+        ys = jodeint(f, y0, jnp.asarray(_lv_times(n)), p, rtol=LV_TOL, atol=LV_TOL)
+        return jnp.sum(ys * ys)
+    fn = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))
+
+    def call(p, y0):
+        value, grads = fn(p, y0)
+        return jax.block_until_ready((value,) + tuple(grads))
+    return call
+
+
 CASES = {
     "root": {
         "size": (100, 20),
@@ -172,18 +389,47 @@ CASES = {
         "reference": "arrays",
         "target": ("sg.vectorized_map", 1.2),
     },
+    "lv": {
+        "size": (21, 6),                         # output times
+        "programs": {"sg.odeint": sg_lv, "sg.odeint value": sg_lv_value},
+        "iterations": (),
+        "peers": {"jax odeint": ("jax", jax_lv), "casadi cvodes": ("casadi", casadi_lv),
+                  "numba adjoint": ("numba", numba_lv)},
+        "args": _lv_args,
+        "reference": "sg.odeint value",
+        "target": ("sg.odeint", 3.0),            # the gradient <= 3x the value alone
+        "peer_targets": [("jax odeint", 0.2, "<= JAX odeint / 5"),
+                         ("numba adjoint", 2.0, "<= 2x a hand-written adjoint (moonshot)")],
+        "budget_s": 4.0,     # calls past fused_while.PAYBACK_S of Python loop: fused loops
+    },
+    "robertson": {
+        "size": (14, 5),
+        "programs": {"sg.odeint bdf": sg_rob, "sg.odeint bdf value": sg_rob_value},
+        "iterations": (),
+        "peers": {"casadi cvodes": ("casadi", casadi_rob)},
+        "args": _rob_args,
+        "reference": "sg.odeint bdf value",
+        "target": ("sg.odeint bdf", 4.0),        # value + 3 sensitivities <= 4x the value
+        "peer_targets": [("casadi cvodes", 1.0, "<= CasADi CVODES with adjoints")],
+        "budget_s": 4.0,
+    },
 }
 """Each case: sizes (default, quick), symgrad programs ``(sg, n, iterations) -> (inputs,
 outputs)``, ``iterations`` (extra rows of the reference with that many loop iterations),
 peers ``{name: (module, build(n) -> callable)}``, ``args(n, k)`` (the k-th argument set),
-the reference program and the target (program, ratio). An odeint case adds an entry."""
+the reference program and the target (program, ratio); ``peer_targets`` (optional):
+``[(peer, ratio, what)]``, the target program's per call against a peer's; ``budget_s``
+(optional, 1 s): CPU seconds of calls timed (a fused loop is compiled once the Python
+loop has run ``fused_while.PAYBACK_S``: the steady per call needs calls past it)."""
 
 
 # --- the child: one (case, program) in a fresh process ------------------------------------
 def best_call(call: Callable, arg_sets: list, budget_s: float = 1.0, batch_s: float = 0.02,
               min_batches: int = 5) -> float:
     """Best CPU seconds of one call: batches of calls over ``arg_sets`` in turn (each batch
-    at least ``batch_s``: the CPU clock's ticks are coarse), the best batch's mean."""
+    at least ``batch_s``: the CPU clock's ticks are coarse; a batch that ran shorter, as
+    when a loop has just been fused and runs faster, is not counted and the batches
+    double), the best batch's mean."""
     t = time.process_time()
     count = 0
     while time.process_time() - t < batch_s:
@@ -195,7 +441,11 @@ def best_call(call: Callable, arg_sets: list, budget_s: float = 1.0, batch_s: fl
         t = time.process_time()
         for k in range(size):
             call(*arg_sets[k % len(arg_sets)])
-        best, batches = min(best, (time.process_time() - t) / size), batches + 1
+        elapsed = time.process_time() - t
+        if elapsed < batch_s:
+            size *= 2
+            continue
+        best, batches = min(best, elapsed / size), batches + 1
     return best
 
 
@@ -218,7 +468,7 @@ def child(case: str, program: str, n: int, iterations: Optional[int]) -> dict:
     build_s = time.process_time() - t
     values = [np.asarray(v, dtype=float).ravel()[:3].tolist() for v in
               (first if isinstance(first, (list, tuple)) else [first])]
-    per_call = best_call(call, arg_sets)
+    per_call = best_call(call, arg_sets, budget_s=spec.get("budget_s", 1.0))
     tracemalloc.start()
     call(*arg_sets[1])
     peak = tracemalloc.get_traced_memory()[1]
@@ -295,8 +545,17 @@ def targets(rows: list) -> list:
                 continue
             out.append((f"{case}: {name} build <= 2 s cold", f"{r['build_s']:.2f} s",
                         r["build_s"] <= 2.0))
+        for peer, limit, what in spec.get("peer_targets", ()):
+            if program not in got:
+                continue
+            if peer not in got:
+                out.append((f"{case}: {program} per call {what}", f"{peer} not run", None))
+                continue
+            ratio = got[program]["per_call_us"] / got[peer]["per_call_us"]
+            out.append((f"{case}: {program} per call {what}", f"{ratio:.2f}x {peer}",
+                        ratio <= limit))
         peers = [got[p] for p in spec["peers"] if p in got]
-        if program in got and peers:
+        if program in got and peers and "peer_targets" not in spec:
             ratio = got[program]["per_call_us"] / peers[0]["per_call_us"]
             out.append((f"{case}: {program} per call <= {list(spec['peers'])[0]} (moonshot)",
                         f"{ratio:.2f}x", ratio <= 1.0))
@@ -361,7 +620,7 @@ def main(argv: Optional[list] = None) -> list:
     print(format_table(rows))
     met = targets(rows)
     for what, value, ok in met:
-        print(f"- {what}: {value} ({'met' if ok else 'not met'})")
+        print(f"- {what}: {value} ({'not measured' if ok is None else 'met' if ok else 'not met'})")
     if opts.json:
         os.makedirs(os.path.dirname(opts.json) or ".", exist_ok=True)
         with open(opts.json, "w") as fh:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from benchmarks import solvers as sb
 
 
@@ -36,3 +38,24 @@ def test_cases_name_their_programs_reference_and_target():
         program, ratio = spec["target"]
         assert program in spec["programs"] and ratio > 0, name
         assert len(spec["args"](spec["size"][1], 0)) >= 1
+
+
+def test_odeint_cases_mark_their_peer_targets():
+    rows = [{"case": "lv", "program": "sg.odeint", "per_call_us": 500.0, "build_s": 3.0},
+            {"case": "lv", "program": "sg.odeint value", "per_call_us": 250.0,
+             "build_s": 1.0},
+            {"case": "lv", "program": "casadi cvodes", "per_call_us": 7000.0,
+             "build_s": 0.03},
+            {"case": "robertson", "program": "sg.odeint bdf", "per_call_us": 900.0,
+             "build_s": 3.0},
+            {"case": "robertson", "program": "casadi cvodes", "per_call_us": 600.0,
+             "build_s": 0.03}]
+    met = {what: (value, ok) for what, value, ok in sb.targets(rows)}
+    assert met["lv: sg.odeint per call <= JAX odeint / 5"] == ("jax odeint not run", None)
+    assert met["lv: sg.odeint per call <= 3.0x sg.odeint value"] == ("2.00x", True)
+    assert met["lv: sg.odeint build <= 2 s cold"] == ("3.00 s", False)
+    value, ok = met["robertson: sg.odeint bdf per call <= CasADi CVODES with adjoints"]
+    assert value == "1.50x casadi cvodes" and ok is False
+    for case in ("lv", "robertson"):
+        inputs = sb.CASES[case]["args"](sb.CASES[case]["size"][1], 1)
+        assert all(np.all(np.isfinite(a)) for a in inputs)

@@ -3,9 +3,10 @@
 ``dopri5(fun, y0, t, rtol, atol, max_steps)`` integrates ``dy/dt = fun(y, t)`` and returns
 ``(ys, steps, t_reached)``: y at every time of ``t`` (stacked on axis 0), the number of
 steps tried (accepted and rejected) and the time the solve reached. The solve is one
-``sg.scan`` over the output times whose body is one ``sg.while_loop`` of steps; a step's
-body is elementwise in y (seven stages, FSAL, the error estimate, the dense-output fit)
-plus one mean over y for the error norm, and accepts or rejects with ``sg.where``. Output
+``sg.while_loop`` over steps and output times (``dopri5``); its body is elementwise in y
+(seven stages, FSAL, the error estimate, the dense-output fit, the masked write of an
+output row) plus one mean over y for the error norm, and accepts or rejects with
+``sg.where``. Output
 times are reached by the 4th-order interpolant of the last step, as in JAX and scipy
 (``fit_4th_order_polynomial``), so output times do not shorten the steps.
 
@@ -29,12 +30,12 @@ from typing import Callable
 
 import numpy as np
 
-from ..control.api import scan, while_loop
+from ..control.api import while_loop
 from ..graph.tensor import Tensor
 from ..ops.functions import F
 from ..ops.sources import constant
 
-__all__ = ["dopri5", "error_ratio", "next_step", "initial_step"]
+__all__ = ["dopri5", "error_ratio", "next_step", "initial_step", "time_at"]
 
 ALPHA = (1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0)
 BETA = (
@@ -115,36 +116,56 @@ def _step(fun: Callable, y: Tensor, f: Tensor, t: Tensor, dt: Tensor) -> tuple:
     return y1, ks[-1], err, (a, b, c, dy0, y)
 
 
+def time_at(t: Tensor, i: Tensor) -> Tensor:
+    """``t[i]`` for a 1-D ``t`` and a scalar int ``i`` in range, elementwise (a masked sum:
+    a fused loop's driver runs it; a dynamic gather it does not)."""
+    rows = constant(np.arange(int(t.shape[0]), dtype=np.int64))
+    return F.reduce_sum(F.where(F.equal(rows, i), t, F.zeros_like(t)))
+
+
 def dopri5(fun: Callable, y0: Tensor, t: Tensor, rtol: float, atol: float,
            max_steps: int) -> tuple:
-    """y at the times ``t`` (stacked on axis 0), the steps tried, the time reached."""
+    """y at the times ``t`` (stacked on axis 0), the steps tried, the time reached.
+
+    One ``sg.while_loop``: an iteration whose last accepted step covers the next output
+    time ``t[i]`` writes y there (the step's interpolant) into row i of the output and moves
+    to ``i + 1``; any other iteration tries one step. Its body is elementwise in y and the
+    output rows (a masked write), so it compiles as one fused loop (``f.explain()``)."""
+    n_t = int(t.shape[0])
     t0 = F.getitem(t, (0,))
     f0 = fun(y0, t0)
     dt0 = F.maximum(initial_step(fun, t0, y0, f0, 4.0, rtol, atol), constant(0.0))
     zero = F.zeros_like(y0)
-    init = [y0, f0, t0, dt0, t0, zero, zero, zero, zero, y0, constant(np.int64(0))]
+    rows = constant(np.arange(n_t, dtype=np.int64).reshape((n_t,) + (1,) * y0.ndim))
+    out0 = F.where(F.equal(rows, 0), F.expand_dims(y0, 0),
+                   F.zeros_like(F.broadcast_to(F.expand_dims(y0, 0), (n_t,) + tuple(y0.shape))))
+    one = constant(np.int64(1))
+    init = [y0, f0, t0, dt0, t0, zero, zero, zero, zero, y0, constant(np.int64(0)), one, out0]
 
-    def interval(carry, target):
-        def more(y, f, tc, dt, last, a, b, c, d, e, n):
-            return F.logical_and(F.logical_and(tc < target, n < max_steps), dt > 0.0)
+    def more(y, f, tc, dt, last, a, b, c, d, e, n, i, out):
+        within = F.logical_and(n < max_steps, dt > 0.0)
+        target = time_at(t, F.minimum(i, constant(np.int64(n_t - 1))))
+        return F.logical_and(i < n_t, F.logical_or(within, target <= tc))
 
-        def body(y, f, tc, dt, last, a, b, c, d, e, n):
-            y1, f1, err, coeffs = _step(fun, y, f, tc, dt)
-            ratio = error_ratio(err, y, y1, rtol, atol)
-            ok = ratio <= 1.0
-            new = [y1, f1, tc + dt] + [dt] + [tc] + list(coeffs)
-            old = [y, f, tc, dt, last, a, b, c, d, e]
-            kept = [F.where(ok, u, v) for u, v in zip(new, old)]
-            kept[3] = next_step(dt, ratio, 5.0)
-            return kept + [n + 1]
-
-        out = while_loop(more, body, list(carry))
-        y, f, tc, dt, last, a, b, c, d, e, n = out
+    def body(y, f, tc, dt, last, a, b, c, d, e, n, i, out):
+        target = time_at(t, i)
+        emit = target <= tc
         span = tc - last
         s = (target - last) / F.where(span > 0.0, span, constant(1.0))
         value = (((a * s + b) * s + c) * s + d) * s + e
-        return out, value
+        write = F.logical_and(emit, F.equal(rows, i))
+        out = F.where(write, F.reshape(value, (1,) + tuple(y0.shape)), out)   # numba: no
+        # expand_dims with a tuple axis
+        y1, f1, err, coeffs = _step(fun, y, f, tc, dt)
+        ratio = error_ratio(err, y, y1, rtol, atol)
+        ok = F.logical_and(ratio <= 1.0, F.logical_not(emit))
+        new = [y1, f1, tc + dt, tc] + list(coeffs)
+        old = [y, f, tc, last, a, b, c, d, e]
+        kept = [F.where(ok, u, v) for u, v in zip(new, old)]
+        dt = F.where(emit, dt, next_step(dt, ratio, 5.0))
+        n = F.where(emit, n, n + 1)
+        i = F.where(emit, i + 1, i)
+        return kept[:3] + [dt] + kept[3:] + [n, i, out]
 
-    carry, ys = scan(interval, init, F.getitem(t, (slice(1, None),)))
-    ys = F.concat([F.expand_dims(y0, 0), ys], 0)
-    return ys, carry[-1], carry[2]
+    final = while_loop(more, body, init)
+    return final[-1], final[-3], final[2]

@@ -6,11 +6,14 @@ state ``[y, a, a_p]`` backward (in ``s = -t``): ``dy/ds = -f``, ``da/ds = a^T df
 ``da_p/ds = a^T df/dp``, starting from ``y = ys[i]``; after it the upstream ``g[i-1]`` is
 added to ``a``. At the end ``a`` is the gradient of ``y0`` and ``a_p`` of the parameters
 ``p`` (the tensors ``f`` captures); ``t[i]`` gets ``g[i] . f(ys[i], t[i])`` and ``t[0]``
-gets ``-(a - g[0]) . f(y0, t0)``. Each backward solve is itself an ``odeint`` node (an
-adjoint of the adjoint gives second derivatives). Memory: no steps are stored; cost: one
-backward solve of 2n + P unknowns. Why the continuous adjoint: the forward loop stores
-nothing and the gradient is as accurate as the tolerances, at the price of a re-integration
-of y backward, which is stable for non-stiff systems only.
+gets ``-(a - g[0]) . f(y0, t0)``. The backward solves of all intervals run as ONE loop
+(``odeint_sweep.py``: the steps land on the output times, where y restarts and g is
+added); its derivatives are those of the per-interval form, where each backward solve is
+itself an ``odeint`` node (an adjoint of the adjoint gives second derivatives). Memory:
+no steps are stored; cost: one backward solve of 2n + P unknowns. Why the continuous
+adjoint: the forward loop stores nothing and the gradient is as accurate as the
+tolerances, at the price of a re-integration of y backward, which is stable for
+non-stiff systems only.
 
 Reverse mode, stiff methods, and forward mode (``sg.jvp``) for both: forward
 sensitivities. ``S = dy/d(direction)`` obeys ``dS/dt = J S + (df/dp) P'`` with
@@ -158,7 +161,11 @@ def _dot(a: Tensor, b: Tensor) -> Tensor:
 
 
 # --- reverse mode: the continuous adjoint ------------------------------------------------
-def _adjoint(spec, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor, params: list) -> tuple:
+def _adjoint(spec, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor, params: list,
+             one_loop: bool = True) -> tuple:
+    """(y0's, t's, the parameters' gradients). ``one_loop``: the backward solve over every
+    interval is one loop (``odeint_sweep.py``); False: a scan of one solve an interval
+    (the formulation the one loop's derivatives are taken from)."""
     fun, n_t = spec.fun, int(t.shape[0])
     like = [y0, y0] + list(params)
 
@@ -172,6 +179,15 @@ def _adjoint(spec, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor, params: list) -
     zeros_p = [F.zeros_like(p) for p in params]
     if n_t == 1:
         return g[0], F.zeros_like(t), zeros_p
+    if one_loop:
+        from .odeint_sweep import sweep
+        acc = sweep(spec, augmented, g, ys, y0, t, params, _size)
+        a, *p_bars = _split(acc, [y0] + list(params))
+        fs = _f_at(spec, ys, t)
+        t_bars = F.reduce_sum(F.reshape(g * fs, (n_t, -1)), 1)
+        t0_bar = -_dot(a - F.getitem(g, (0,)), F.getitem(fs, (0,)))
+        t_bar = F.concat([F.reshape(t0_bar, (1,)), F.getitem(t_bars, (slice(1, None),))], 0)
+        return a, t_bar, p_bars
 
     def back(carry, x):
         a, acc = carry

@@ -9,9 +9,10 @@ coefficients of Hairer's ``rodas.f``); the last stage's ``k_6`` is the error est
 J is one batched reverse sweep over the traced ``f`` (``sg.jacobian``'s) and ``f_t`` one
 forward sweep, so they are exact; the linear solves are ``sg.linalg.solve``.
 
-The solve is one ``sg.scan`` over the output times of ``sg.while_loop``s of steps; a
-step that would pass the next output time is shortened to land on it, so the outputs
-are the method's own values (no interpolation).
+The solve is one ``sg.while_loop`` of steps; a step that would pass the next output
+time is shortened to land on it, and an accepted step that lands writes y into that
+time's row of the output (a masked write), so the outputs are the method's own values
+(no interpolation).
 
 >>> import numpy as np, symgrad as sg
 >>> from symgrad.solvers.stiff import rodas4
@@ -28,14 +29,14 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..control.api import scan, while_loop
+from ..control.api import while_loop
 from ..differentiate import gradients
 from ..forward import jvp
 from ..graph.tensor import Tensor
 from ..ops.functions import F
 from ..ops.linalg.api import solve as linear_solve
 from ..ops.sources import constant
-from .dopri5 import error_ratio, initial_step, next_step
+from .dopri5 import time_at, error_ratio, initial_step, next_step
 
 __all__ = ["rodas4"]
 
@@ -143,30 +144,38 @@ def rodas4(fun: Callable, y0: Tensor, t: Tensor, rtol: float, atol: float,
     def flat(y, tt):
         return F.reshape(fun(F.reshape(y, shape), tt), (n,))
 
+    n_t = int(t.shape[0])
     t0 = F.getitem(t, (0,))
     y0f = F.reshape(y0, (n,))
     f0 = flat(y0f, t0)
     dt0 = F.maximum(initial_step(flat, t0, y0f, f0, 3.0, rtol, atol), constant(0.0))
-    init = [y0f, t0, dt0, constant(np.int64(0))]
+    rows = constant(np.arange(n_t, dtype=np.int64).reshape((n_t, 1)))
+    out0 = F.where(F.equal(rows, 0), F.expand_dims(y0f, 0),
+                   constant(np.zeros((n_t, n), dtype=y0f.dtype)))
+    init = [y0f, t0, dt0, constant(np.int64(0)), constant(np.int64(1)), out0]
 
-    def interval(carry, target):
-        def more(y, tc, dt, k):
-            return F.logical_and(F.logical_and(tc < target, k < max_steps), dt > 0.0)
+    def more(y, tc, dt, k, i, out):
+        within = F.logical_and(k < max_steps, dt > 0.0)
+        target = time_at(t, F.minimum(i, constant(np.int64(n_t - 1))))
+        return F.logical_and(i < n_t, F.logical_or(within, target <= tc))
 
-        def body(y, tc, dt, k):
-            clipped = tc + dt >= target
-            h = F.where(clipped, target - tc, dt)
-            y1, err = _step(flat, y, tc, h, n, solver)
-            ratio = error_ratio(err, y, y1, rtol, atol)
-            ok = ratio <= 1.0
-            proposal = next_step(h, ratio, 4.0)
-            proposal = F.where(F.logical_and(ok, clipped), F.maximum(proposal, dt), proposal)
-            t1 = F.where(clipped, target, tc + h)
-            return [F.where(ok, y1, y), F.where(ok, t1, tc), proposal, k + 1]
+    def body(y, tc, dt, k, i, out):
+        target = time_at(t, i)
+        emit = target <= tc                       # a repeated time: y as it is
+        clipped = tc + dt >= target
+        h = F.where(F.logical_and(clipped, F.logical_not(emit)), target - tc, dt)
+        y1, err = _step(flat, y, tc, h, n, solver)
+        ratio = error_ratio(err, y, y1, rtol, atol)
+        ok = F.logical_and(ratio <= 1.0, F.logical_not(emit))
+        proposal = next_step(h, ratio, 4.0)
+        proposal = F.where(F.logical_and(ok, clipped), F.maximum(proposal, dt), proposal)
+        landed = F.logical_and(ok, clipped)
+        y_new = F.where(ok, y1, y)
+        t1 = F.where(clipped, target, tc + h)
+        write = F.logical_and(F.logical_or(landed, emit), F.equal(rows, i))
+        out = F.where(write, F.reshape(y_new, (1, n)), out)     # a reshape: numba runs it
+        return [y_new, F.where(ok, t1, tc), F.where(emit, dt, proposal),
+                F.where(emit, k, k + 1), F.where(F.logical_or(landed, emit), i + 1, i), out]
 
-        out = while_loop(more, body, list(carry))
-        return out, out[0]
-
-    carry, ys = scan(interval, init, F.getitem(t, (slice(1, None),)))
-    ys = F.concat([F.expand_dims(y0f, 0), ys], 0)
-    return F.reshape(ys, (-1,) + shape), carry[-1], carry[1]
+    final = while_loop(more, body, init)
+    return F.reshape(final[-1], (-1,) + shape), final[3], final[1]

@@ -6,7 +6,8 @@ them. Where every line of it is one of the forms below, the same lines run under
 and a while loop can call the whole body from one njit loop (``fused_while.py``):
 
 - ``sh<i> = (20, 20)`` static loop shapes; ``o<i>_<j> = np.empty(sh<i>, np.float64)``
-  (or ``np.zeros``) result buffers;
+  (or ``np.zeros``; or of a shape of static dims and ``sh<i>[k]``: a keepdims sum's)
+  result buffers;
 - ``_k<i>_cpu(...)`` serial loop kernels, or ``_k<i>_cpu_native(...)`` (the loop as
   LLVM IR, ``cpu/native_loops.py``: the loop calls the module's numba function
   ``_k<i>_cpu`` instead); a parallel launch, a libm retry or a buffer reused from a dead
@@ -61,7 +62,9 @@ __all__ = ["driver_function"]
 _NAME = re.compile(r"\b(_k\d+_cpu|_s\d+_native|_s\d+|C\d+|S\d+)\b")
 _TUPLE = r"\((\d+, ?)*(\d+,?)?\)"
 _SHAPE = re.compile(rf"^sh\d+ = {_TUPLE}$")
-_ALLOC = re.compile(rf"^o\d+_\d+ = np\.(empty|zeros)\((sh\d+|{_TUPLE}), np\.\w+\)$")
+_DIM = r"(\d+|sh\d+\[\d+\])"       # a static dim, or one of a static shape (keepdims sums)
+_DIMS = rf"\(({_DIM}, ?)*({_DIM},?)?\)"
+_ALLOC = re.compile(rf"^o\d+_\d+ = np\.(empty|zeros)\((sh\d+|{_DIMS}), np\.\w+\)$")
 _KERNEL = re.compile(r"^_k\d+_cpu(_native)?\(([\w\[\]]+(, )?)*\)$")
 _SCALAR = re.compile(r"^v\d+ = (_s\d+)(_native)?\(((v|C)\d+(, )?)*\)$")
 _STEP = re.compile(r"^v(\d+) = S(\d+)\(((v|C)\d+(, )?)*\)$")
@@ -110,11 +113,13 @@ def _step_form(node, args: list) -> Optional[str]:
     return None
 
 
-MAX_SCALAR_LINES = 64
+MAX_SCALAR_LINES = 256
 """The most element reads and writes a scalar kernel called from a fused loop may have:
 the loop calls its njit form (``_s<i>``), whose numba compile grows with them (~1 ms a
 line and more: seconds for a 20 x 20 Jacobian), where the driver calls the kernel compiled
-whole as LLVM IR (no numba front end)."""
+whole as LLVM IR (no numba front end). 256 (was 64): ``sg.odeint``'s dopri5 step with its
+output rows (21 times x 2 states: 160) fuses; the fused loop is compiled only after the
+Python loop has spent ``fused_while.PAYBACK_S``, which bounds what a larger compile costs."""
 
 
 def _scalar_lines(source: str, function: str) -> int:
@@ -139,7 +144,8 @@ def driver_function(source: str, name: str, prefix: str, step_node: Callable) ->
             continue
         m = _RETURN.match(code)
         if m:
-            items = [v.strip() for v in m.group(1).split(",") if v.strip()]
+            items = [v.strip() for v in  # a copy's comma does not split it
+                     re.split(r",(?![^(]*\))", m.group(1)) if v.strip()]
             if not all(_VALUE.match(v) for v in items):
                 return None, [], f"the body returns a value the loop cannot take: {code}"
             items = [re.sub(r"np\.array\(((v|C)\d+), copy=True\)", r"\1.copy()", v)
