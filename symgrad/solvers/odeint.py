@@ -48,7 +48,7 @@ def _as_float(value: Any, what: str, dtype=None) -> Tensor:
             raise EagerMixError(f"{API}: {what} is an eager value ({type(value).__name__}); "
                                 "odeint is a graph op: use placeholders (or sg.function) "
                                 "rather than sg.Variable")
-        array = np.asarray(value)
+        array = _array(value, what)
         if array.dtype.kind in "iub":
             array = array.astype(float if dtype is None else dtype)
         tensor = constant(array)
@@ -66,7 +66,23 @@ def _as_arg(value: Any, j: int) -> Tensor:
     if isinstance(value, EAGER_TYPES):
         raise EagerMixError(f"{API}: args[{j}] is an eager value ({type(value).__name__}); "
                             "odeint is a graph op: use placeholders (or sg.function)")
-    return constant(np.asarray(value))
+    return constant(_array(value, f"args[{j}]"))
+
+
+def _array(value: Any, what: str) -> np.ndarray:
+    """``value`` as one numeric array, or a DTypeError naming sg.odeint and ``what`` (a
+    tuple of tensors, a dict, ragged lists, complex values: symgrad has no pytrees)."""
+    hint = ("; symgrad has no pytrees: pass one float array or tensor per argument (args "
+            "as separate arguments)")
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError) as exc:
+        raise DTypeError(f"{API}: {what} is a {type(value).__name__} that is not one array "
+                         f"({exc}){hint}") from None
+    if array.dtype.kind not in "fiub":
+        raise DTypeError(f"{API}: {what} has dtype {array.dtype.name}; expected a float "
+                         f"tensor{hint if array.dtype.kind == 'O' else ''}")
+    return array
 
 
 def _closed(f: Callable, y0: Tensor, args: tuple) -> Callable:
