@@ -306,8 +306,15 @@ def _elementwise(node, args: list, code: ElementCode) -> np.ndarray:
     apply = code.apply
     if not columns:
         values = [apply(node, formula, []) for _ in range(int(np.prod(shape, dtype=np.int64)))]
-    else:
-        values = [apply(node, formula, list(row)) for row in zip(*columns)]
+    else:       # a row of the same atoms (a broadcast, a Jacobian's repeated zeros) once
+        seen: dict = {}
+        values = []
+        for row in zip(*columns):
+            key = tuple(map(id, row))      # atoms alive in ``columns``: ids unique
+            value = seen.get(key)
+            if value is None:
+                value = seen[key] = apply(node, formula, list(row))
+            values.append(value)
     return _array(values, shape)
 
 
