@@ -30,7 +30,7 @@ from typing import Optional
 
 import numpy as np
 
-from .body import RAISING_HELPERS, helper_symbol, statements_ir
+from .body import RAISING_HELPERS, helper_declaration, statements_ir
 
 TYPE_NUMS = {"double": 12, "i1": 0}          # NPY_DOUBLE, NPY_BOOL
 ITEM_BYTES = {"double": 8, "i1": 1}
@@ -127,91 +127,47 @@ def zero_filled(kind: str, elements: list) -> bool:
     return zeros >= FILL_MIN and 2 * zeros >= len(elements)
 
 
-REPEAT_MIN = 8
-"""An output value stored at this many elements or more is stored by one loop over a
-constant list of their offsets (the 100-species Jacobian: 99 values, each a column's
-``0.0 * x[j]``, make 8,800 of its 10,000 elements), not by one store each."""
-
-
-def _groups(kind: str, elements: list) -> tuple:
-    """(zero fill, {(text, value kind): [flat index]} of the values stored by a loop)."""
-    fill = zero_filled(kind, elements)
-    at: dict = {}
-    for flat, key in enumerate(elements):
-        if not (fill and key[0] in _ZERO_BITS):
-            at.setdefault(key, []).append(flat)
-    return fill, {key: flats for key, flats in at.items() if len(flats) >= REPEAT_MIN}
-
-
 def stores(kind: str, elements: list) -> int:
-    """How many stores and loops ``_writes`` writes (LLVM's levels count them).
+    """How many elements ``_writes`` stores one by one (LLVM's levels count them).
 
-    >>> stores("double", [("t0", "double")] * 8 + [("t1", "double")])
-    2
+    >>> stores("double", [("0x0000000000000000", "double")] * 16 + [("t1", "double")])
+    1
     """
-    fill, looped = _groups(kind, elements)
-    return len(looped) + sum(not (fill and text in _ZERO_BITS) for text, _ in elements) - \
-        sum(map(len, looped.values()))
+    if not zero_filled(kind, elements):
+        return len(elements)
+    return sum(text not in _ZERO_BITS for text, _ in elements)
 
 
-def _converted(lines: list, at: str, kind: str, vkind: str, v: str) -> tuple:
-    """(operand, LLVM type) of value ``v`` stored into an element of ``kind``."""
-    if kind == "double" and vkind == "i1":
-        lines.append(f"  {at}.v = uitofp i1 {v} to double")
-        return f"{at}.v", "double"
-    if kind == "i1":
-        lines.append(f"  {at}.v = zext i1 {v} to i8")
-        return f"{at}.v", "i8"
-    return v, "double"
-
-
-def _loop(lines: list, consts: list, at: str, data: str, v: str, ty: str,
-          offsets: list) -> None:
-    """A loop storing ``v`` at the byte ``offsets`` of ``data`` (a constant i32 list)."""
-    table = f"@SYMBOL_.{at[1:]}.o"
-    n = len(offsets)
-    consts.append(f"{table} = private unnamed_addr constant [{n} x i32] "
-                  f"[{', '.join(f'i32 {o}' for o in offsets)}]")
-    lines += [f"  br label %{at[1:]}.pre", f"{at[1:]}.pre:", f"  br label %{at[1:]}.loop",
-              f"{at[1:]}.loop:",
-              f"  {at}.i = phi i64 [0, %{at[1:]}.pre], [{at}.n, %{at[1:]}.loop]",
-              f"  {at}.p = getelementptr inbounds [{n} x i32], ptr {table}, i64 0, i64 {at}.i",
-              f"  {at}.o = load i32, ptr {at}.p", f"  {at}.x = zext i32 {at}.o to i64",
-              f"  {at}.at = getelementptr inbounds i8, ptr {data}, i64 {at}.x",
-              f"  store {ty} {v}, ptr {at}.at", f"  {at}.n = add i64 {at}.i, 1",
-              f"  {at}.d = icmp eq i64 {at}.n, {n}",
-              f"  br i1 {at}.d, label %{at[1:]}.end, label %{at[1:]}.loop", f"{at[1:]}.end:"]
-
-
-def _writes(lines: list, consts: list, j: int, o: str, kind: str, elements: list,
-            value: dict) -> bool:
+def _writes(lines: list, j: int, o: str, kind: str, elements: list, value: dict) -> bool:
     """Stores of the output's elements ((text, kind) in C order) into its data; a mostly
-    zero output is zeroed by one ``memset`` first and its zeros are not stored, a value
-    stored at ``REPEAT_MIN`` elements or more is stored by a loop (``_loop``)."""
+    zero output is zeroed by one ``memset`` first and its zeros are not stored. (A value
+    stored at many elements is still stored at each: a loop over their offsets, tried,
+    saved 0.08 s of the 100-species Jacobian's LLVM time and changed how LLVM's fast-math
+    passes rounded a few elements.)"""
     if any(kind != vkind and not (kind == "double" and vkind == "i1")
            for _, vkind in elements):
         return False
     data = _field(lines, f"%w{j}", o, 16, "ptr")
-    fill, looped = _groups(kind, elements)
+    fill = zero_filled(kind, elements)
     if fill:
         lines.append(f"  call void @llvm.memset.p0.i64(ptr {data}, i8 0, i64 "
                      f"{len(elements) * ITEM_BYTES[kind]}, i1 false)")
-
-    def operand(text: str) -> str:
-        return value.get(text) or (("%" + text) if text.isidentifier() and
-                                   text not in ("true", "false") else text)
     for flat, (text, vkind) in enumerate(elements):
-        if (fill and text in _ZERO_BITS) or (text, vkind) in looped:
+        if fill and text in _ZERO_BITS:
             continue
+        v = value.get(text) or (("%" + text) if text.isidentifier() and
+                                text not in ("true", "false") else text)
         at = f"%w{j}.{flat}"
         lines.append(f"  {at} = getelementptr inbounds i8, ptr {data}, i64 "
                      f"{flat * ITEM_BYTES[kind]}")
-        v, ty = _converted(lines, at, kind, vkind, operand(text))
-        lines.append(f"  store {ty} {v}, ptr {at}")
-    for (text, vkind), flats in looped.items():
-        at = f"%w{j}.r{flats[0]}"
-        v, ty = _converted(lines, at, kind, vkind, operand(text))
-        _loop(lines, consts, at, data, v, ty, [f * ITEM_BYTES[kind] for f in flats])
+        if kind == "double" and vkind == "i1":
+            lines.append(f"  {at}.v = uitofp i1 {v} to double")
+            v = f"{at}.v"
+        elif kind == "i1":
+            lines.append(f"  {at}.v = zext i1 {v} to i8")
+            lines.append(f"  store i8 {at}.v, ptr {at}")
+            continue
+        lines.append(f"  store double {v}, ptr {at}")
     return True
 
 
@@ -237,7 +193,6 @@ def kernel_ir(inputs: list, steps: list, outputs: list,
              *(["  %fail = alloca i32", "  store i32 0, ptr %fail"] if raising else []),
              f"  %count = icmp eq i64 %nargs, {n}", "  br i1 %count, label %in0, label %bad"]
     args: list = []
-    consts: list = []       # the loops' offset lists
     for k, (kind, shape, _) in enumerate(inputs):
         x = f"%x{k}"
         args.append(x)
@@ -260,7 +215,7 @@ def kernel_ir(inputs: list, steps: list, outputs: list,
         lines.append(f"  {o}.pp = getelementptr inbounds ptr, ptr %args, i64 {len(inputs) + j}")
         lines.append(f"  {o} = load ptr, ptr {o}.pp")
         if len(elements) != int(np.prod(shape, dtype=np.int64)) or \
-                not _writes(lines, consts, j, o, kind, elements, value):
+                not _writes(lines, j, o, kind, elements, value):
             return None
     if raising:     # a linalg check failed: numba's function runs and raises its error
         lines += ["  %fail.r = load i32, ptr %fail", "  %failed = icmp ne i32 %fail.r, 0",
@@ -269,13 +224,12 @@ def kernel_ir(inputs: list, steps: list, outputs: list,
               "bad:", "  call void @Py_IncRef(ptr @_Py_NotImplementedStruct)",
               "  ret ptr @_Py_NotImplementedStruct", "}"]
     for spec, kinds in sorted(called):
-        declares.add(f"declare i32 @{helper_symbol(spec, kinds)}(ptr, ptr"
-                     f"{''.join(', ' + k for k in kinds)})")
+        declares.add(helper_declaration(spec, kinds))
     if any(zero_filled(kind, elements) for kind, _, elements in outputs):
         declares.add("declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)")
     declares |= {"declare void @Py_IncRef(ptr)", "@_Py_NoneStruct = external global i8",
                  "@_Py_NotImplementedStruct = external global i8",
                  f"@{NDARRAY} = external global i8"}
-    text = "\n".join(lines + consts + sorted(declares) + ["attributes #0 = { nounwind }",
+    text = "\n".join(lines + sorted(declares) + ["attributes #0 = { nounwind }",
                                                  "attributes #1 = { nounwind memory(read) }"])
     return text + "\n", tuple(sorted(called))
