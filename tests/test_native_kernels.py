@@ -270,3 +270,21 @@ def test_zero_filled_outputs_match_evaluate_and_numba():
         for a, b in zip(native_fn(*args), numba_fn(*args)):
             assert np.array_equal(np.isnan(a), np.isnan(b))
             assert np.array_equal(a[~np.isnan(a)].view(np.int64), b[~np.isnan(b)].view(np.int64))
+
+
+def test_linalg_checks_are_defined_in_the_ir_and_still_raise():
+    """A cholesky kernel's pivot check is a function of its own IR (``body.IR_CHECKS``:
+    numba compiles no helper), failing as the njit check does (not d > 0.0: a negative
+    pivot and NaN), after which numba's function raises ``sg.LinAlgError``."""
+    a = sg.placeholder("spd", shape=(3, 3))
+    chol = sg.linalg.cholesky(a)
+    loss = sg.reduce_sum(chol * chol)
+    f = sg.function([a], [loss] + sg.gradients(loss, [a]))
+    texts = [k.ir_text for _, k in native_kernels.kernels(f.module)]
+    assert texts and all("declare i32 @symgrad.helper" not in t for t in texts)
+    assert any("define internal i32 @symgrad.helper" in t and "fcmp ule" in t for t in texts)
+    m = np.array([[4.0, 2.0, 0.0], [2.0, 3.0, 1.0], [0.0, 1.0, 2.0]])
+    np.testing.assert_allclose(f(m)[0], np.sum(np.linalg.cholesky(m) ** 2), rtol=1e-14)
+    for bad in (-np.eye(3), np.full((3, 3), np.nan)):
+        with pytest.raises(sg.LinAlgError, match="not positive definite"):
+            f(bad)
