@@ -238,3 +238,53 @@ def test_a_solve_kernel_is_ir_and_a_singular_matrix_raises(caplog):
     assert "LLVM IR compiled by llvmlite" in f.explain()
     with pytest.raises(sg.LinAlgError):
         f(np.zeros((3, 3)), r)      # a * a + 1: all ones, singular
+
+
+def test_zero_filled_outputs_match_evaluate_and_numba():
+    """A gradient of mostly exact zeros is zeroed by one memset and only its other
+    elements are stored (``kernel.zero_filled``); a Jacobian's zeros that are values (a
+    column's ``0.0 * x[j]``: -0.0 where x[j] < 0, NaN where x[j] is not finite) are
+    stored. Values are ``sg.evaluate``'s, bits (the signs of zeros) numba's function's."""
+    x = sg.placeholder("x", shape=(12,))
+    y = sg.stack([x[i] * -x[i + 1] for i in range(11)] + [x[0] - x[0] * x[0]])
+    z = sg.placeholder("z", shape=(40,))
+    grad = sg.gradients(z[3] * z[7] * x[2], [z])[0]     # 38 exact zeros
+    outputs = [y, sg.jacobian(y, x), grad]
+    f = sg.function([x, z], outputs)
+    assert "numba function" not in f.explain(), f.explain()
+    texts = [k.ir_text for _, k in native_kernels.kernels(f.module)]
+    assert any("llvm.memset" in t for t in texts)
+    v = np.arange(12.0) - 5.0           # 0.0 at 5, negatives: -0.0 products
+    v[8], v[10] = np.inf, np.nan
+    w = np.linspace(-2.0, 2.0, 40)
+    got = f(v, w)
+    want = sg.evaluate(outputs, {x: v, z: w})
+    for g, e in zip(got, want):
+        assert g.shape == e.shape
+        np.testing.assert_array_equal(g, e)
+    assert not np.signbit(got[2]).any() and (got[2] == 0.0).sum() == 38   # memset: +0.0
+    assert np.signbit(got[1][got[1] == 0.0]).any()     # computed -0.0 kept (fastmath nsz:
+    calls = _recorded(f, (v, w))                        # the signs are numba's, not numpy's)
+    assert calls
+    for native_fn, numba_fn, args in calls:     # numba's fallback writes the same bits
+        for a, b in zip(native_fn(*args), numba_fn(*args)):
+            assert np.array_equal(np.isnan(a), np.isnan(b))
+            assert np.array_equal(a[~np.isnan(a)].view(np.int64), b[~np.isnan(b)].view(np.int64))
+
+
+def test_linalg_checks_are_defined_in_the_ir_and_still_raise():
+    """A cholesky kernel's pivot check is a function of its own IR (``body.IR_CHECKS``:
+    numba compiles no helper), failing as the njit check does (not d > 0.0: a negative
+    pivot and NaN), after which numba's function raises ``sg.LinAlgError``."""
+    a = sg.placeholder("spd", shape=(3, 3))
+    chol = sg.linalg.cholesky(a)
+    loss = sg.reduce_sum(chol * chol)
+    f = sg.function([a], [loss] + sg.gradients(loss, [a]))
+    texts = [k.ir_text for _, k in native_kernels.kernels(f.module)]
+    assert texts and all("declare i32 @symgrad.helper" not in t for t in texts)
+    assert any("define internal i32 @symgrad.helper" in t and "fcmp ule" in t for t in texts)
+    m = np.array([[4.0, 2.0, 0.0], [2.0, 3.0, 1.0], [0.0, 1.0, 2.0]])
+    np.testing.assert_allclose(f(m)[0], np.sum(np.linalg.cholesky(m) ** 2), rtol=1e-14)
+    for bad in (-np.eye(3), np.full((3, 3), np.nan)):
+        with pytest.raises(sg.LinAlgError, match="not positive definite"):
+            f(bad)

@@ -296,6 +296,35 @@ def _array(values: list, shape: tuple) -> np.ndarray:
     return out.reshape(shape)
 
 
+def _distinct(columns: list) -> tuple:
+    """(the first index of each distinct row of ``columns`` by identity of its objects, in
+    the order of first occurrence; each row's place in that list) for lists of objects
+    alive in ``columns`` (ids unique)."""
+    n = len(columns[0])
+    if n < 64:
+        seen: dict = {}
+        inverse = [seen.setdefault(key, len(seen)) for key in
+                   (zip(*map(lambda c: map(id, c), columns)) if len(columns) > 1
+                    else map(id, columns[0]))]
+        firsts = [0] * len(seen)
+        for k in range(n - 1, -1, -1):
+            firsts[inverse[k]] = k
+        return firsts, inverse
+    ids = np.array([list(map(id, c)) for c in columns], dtype=np.int64)
+    key = ids[0] if len(columns) == 1 else \
+        np.ascontiguousarray(ids.T).view(np.dtype((np.void, 8 * len(columns)))).ravel()
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")       # first occurrence: a deterministic order
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return first[order].tolist(), rank[inverse.ravel()]
+
+
+def _spread(values: list, inverse, shape: tuple) -> np.ndarray:
+    """An object array of ``shape`` whose element k is ``values[inverse[k]]``."""
+    return _array(values, (len(values),))[np.asarray(inverse, dtype=np.int64)].reshape(shape)
+
+
 def _elementwise(node, args: list, code: ElementCode) -> np.ndarray:
     key = ("formula", node.op, _attrs_key(node.attrs), tuple(i.dtype for i in node.inputs))
     formula = code.templates.get(key)
@@ -306,9 +335,11 @@ def _elementwise(node, args: list, code: ElementCode) -> np.ndarray:
     apply = code.apply
     if not columns:
         values = [apply(node, formula, []) for _ in range(int(np.prod(shape, dtype=np.int64)))]
-    else:
-        values = [apply(node, formula, list(row)) for row in zip(*columns)]
-    return _array(values, shape)
+        return _array(values, shape)
+    # a row of the same atoms (a broadcast, a Jacobian's repeated zeros) is applied once
+    firsts, inverse = _distinct(columns)
+    return _spread([apply(node, formula, [c[k] for c in columns]) for k in firsts],
+                   inverse, shape)
 
 
 class _Sum:
@@ -424,7 +455,9 @@ def node_elements(node, args: list, code: ElementCode) -> np.ndarray:
         raise AssertionError(f"scalar pass: rule of {node.op} gave shape {value.shape}, "
                              f"expected {node.shape}")
     bind, dtype = code.bind, node.dtype
-    return _array([bind(_clean(v, dtype), dtype) for v in _flat(value, shape)], shape)
+    flat = _flat(value, shape)
+    firsts, inverse = _distinct([flat])          # an element moved to many places once
+    return _spread([bind(_clean(flat[k], dtype), dtype) for k in firsts], inverse, shape)
 
 
 _SUM_RULES = frozenset(_SUMS)

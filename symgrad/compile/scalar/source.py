@@ -45,7 +45,7 @@ import re
 import numpy as np
 
 from ..codegen.llvm.body import double, function_ir, statements_ir
-from ..codegen.llvm.kernel import kernel_ir
+from ..codegen.llvm.kernel import kernel_ir, stores
 from ..codegen.templates import INLINE_STATEMENTS, OPTIONS
 from ..printing.printer import ZERO, NumbaPrinter, helpers_used
 from .elements import region_code
@@ -181,7 +181,7 @@ def _native(name: str, region: ScalarRegion, statements: list, reads: list, used
     if '"""' in made[0] or "\\" in made[0]:
         return None, "IR text the module cannot quote"
     size = len(statements) + sum(len(r) for _, _, r in inputs) + \
-        sum(len(e) for _, _, e in outputs)
+        sum(stores(kind, e) for kind, _, e in outputs)
     args = ", ".join(f"a{k}" for k in range(len(reads)))
     outs = [f"o{j}" for j in range(len(results))]
     lines = [f"# {name}_k: the whole kernel as LLVM IR (reads, {len(statements)} statements, "

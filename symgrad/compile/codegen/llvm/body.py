@@ -42,6 +42,43 @@ calls one returns an i32, 0 or the ``raise_code`` of the first check that failed
 ``link.body_function`` raises ``sg.LinAlgError`` with that check's message."""
 
 
+IR_CHECKS = {RAISING_HELPERS[0] + name: predicate for name, predicate in (
+    ("solve_pivot_", "oeq"), ("inv_pivot_", "oeq"), ("triangular_pivot_", "oeq"),
+    ("cholesky_pivot_", "ule"))}
+"""The linalg checks defined in the IR itself (``helper_declaration``): the ``fcmp``
+predicate under which each fails against 0.0, as its njit function in
+``kernel_lib/linalg_checks.py`` raises (``p == 0.0``, ``not d > 0.0``; the value passed
+through). numba compiles no helper for them (half a second of the pendulum's build:
+numba's compiler started for one check); the call stays (``noinline``: the optimiser
+sees what it saw of numba's helper, so results are unchanged bit for bit). They stay
+among the helpers called (the raising status, ``link``'s messages), not linked
+(``linked``)."""
+
+
+def linked(helpers) -> list:
+    """The helpers of ``helpers`` ((spec, kinds)) whose njit functions are linked."""
+    return [(spec, kinds) for spec, kinds in helpers if spec not in IR_CHECKS]
+
+
+def helper_declaration(spec: str, kinds: tuple) -> str:
+    """The IR that declares helper ``spec`` (numba's calling convention: status =
+    f(&result, &excinfo, args..)), or defines it where it is one of ``IR_CHECKS``.
+
+    >>> text = helper_declaration(RAISING_HELPERS[0] + "cholesky_pivot_", ("double",))
+    >>> [line.split(" @")[0] for line in text.splitlines()]   # not d > 0.0 fails
+    ['define internal i32', '  store double %p, ptr %r', '  %c = fcmp ule double %p, 0.0', \
+'  %s = zext i1 %c to i32', '  ret i32 %s', '}']
+    """
+    symbol = helper_symbol(spec, kinds)
+    predicate = IR_CHECKS.get(spec)
+    if predicate is None or len(kinds) != 1:
+        return f"declare i32 @{symbol}(ptr, ptr{''.join(', ' + k for k in kinds)})"
+    return "\n".join([f"define internal i32 @{symbol}(ptr %r, ptr %e, {kinds[0]} %p) "
+                      "noinline nounwind {", f"  store {kinds[0]} %p, ptr %r",
+                      f"  %c = fcmp {predicate} {kinds[0]} %p, 0.0",
+                      "  %s = zext i1 %c to i32", "  ret i32 %s", "}"])
+
+
 def raise_code(spec: str) -> int:
     """A raising helper's nonzero failure code (stable: from its spec's text)."""
     import zlib
@@ -442,8 +479,7 @@ def function_ir(inputs: tuple, steps: list, results: list, inline: bool,
         stores += [f"  %out.{j} = getelementptr inbounds double, ptr %out, i64 {j}",
                    f"  store {kind} {v}, ptr %out.{j}"]
     for spec, kinds in sorted(called):
-        declares.add(f"declare i32 @{helper_symbol(spec, kinds)}(ptr, ptr"
-                     f"{''.join(', ' + k for k in kinds)})")
+        declares.add(helper_declaration(spec, kinds))
     attrs = "nounwind alwaysinline" if inline else "nounwind"
     ret = ["  %fail.r = load i32, ptr %fail", "  ret i32 %fail.r"] if raising else ["  ret void"]
     text = "\n".join(head + body + stores + ret + ["}", *sorted(declares),

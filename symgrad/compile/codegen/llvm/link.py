@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 
-from .body import RAISING_HELPERS, helper_symbol, raise_code
+from .body import RAISING_HELPERS, helper_symbol, linked, raise_code
 
 
 def symbol_of(ir_text: str) -> str:
@@ -56,7 +56,7 @@ def _add_body(library, symbol: str, ir_text: str, helpers: tuple) -> None:
     if symbol in added:
         return
     text = ir_text.replace("@SYMBOL_", "@" + symbol)
-    for spec, kinds in helpers:
+    for spec, kinds in linked(helpers):
         cres = _helper(spec, kinds)
         library.add_linking_library(cres.library)
         text = text.replace("@" + helper_symbol(spec, kinds) + "(",

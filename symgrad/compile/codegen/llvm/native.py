@@ -20,7 +20,7 @@ import hashlib
 import struct
 from typing import Optional
 
-from .body import helper_symbol
+from .body import helper_symbol, linked as calls
 from .kernel import NDARRAY
 
 METH_FASTCALL = 0x0080
@@ -196,7 +196,7 @@ def compile_kernel(ir_text: str, helpers: tuple, statements: int) -> tuple:
     with global_compiler_lock:
         _add_symbols()
         linked = []
-        for spec, kinds in helpers:
+        for spec, kinds in calls(helpers):
             cres = _helper(spec, kinds)
             linked.append(cres.library)
             text = text.replace("@" + helper_symbol(spec, kinds) + "(",
