@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ...graph.naming import unique_name
 from ...graph.tensor import Tensor
 from ...graph.traversal import topological_order
 from ...ops.functions import F
@@ -156,6 +157,15 @@ def _read(x: Tensor, axis: int, index: int) -> Tensor:
     return F.getitem(x, (slice(None),) * axis + (index,))
 
 
+def _rebuilt(t: Tensor, args: list) -> Tensor:
+    """``t``'s op on ``args``: an elementwise node whose inputs kept their shapes and dtypes
+    keeps its own (its shape rule reads nothing else), named as ``apply`` names it."""
+    if t.op.kind == "elementwise" and all(
+            a.shape == i.shape and a.dtype == i.dtype for a, i in zip(args, t.inputs)):
+        return Tensor(t.op, tuple(args), t.attrs, t.shape, t.dtype, unique_name(t.op.name))
+    return apply(t.op, tuple(args), dict(t.attrs))
+
+
 def fold_selects(outputs: list) -> list:
     """``outputs`` with their selects folded (module docstring); the same list when the
     graph has none to fold (or too deep a chain to fold it: Python's recursion limit)."""
@@ -185,7 +195,7 @@ def _fold(outputs: list, order: list, folder: _Folder) -> list:
                 new[id(t)] = moved
                 continue
         if any(a is not i for a, i in zip(args, t.inputs)):
-            new[id(t)] = apply(t.op, tuple(args), dict(t.attrs))
+            new[id(t)] = _rebuilt(t, args)
         split = folder.split(new.get(id(t), t)) if id(t) in wanted else None
         if split is not None:
             new[id(t)] = split

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ...shapes import is_fully_known
-from ..plan.fold import FoldedGraph, LNode
+from ..plan.fold import FoldedGraph, LNode, paused_gc
 from ..plan.oprules import VIEWS
 from . import settings
 from .cost import (Estimate, admissible, budget_us, estimate, known, size_of, splits,
@@ -248,7 +248,8 @@ def scalar_regions(graph: FoldedGraph) -> list:
     """The regions that become scalar kernels: lists of member LNodes in graph order (the
     regions weighed are ``graph.scalar_choices``)."""
     try:
-        return _chosen(graph)
+        with paused_gc():
+            return _chosen(graph)
     finally:        # the classes are the size of the graph's values: not kept with it
         _STATIC.clear()
         graph.scalar_structure = None
