@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import math
 from contextlib import contextmanager
 from typing import Optional
 
@@ -43,6 +44,7 @@ from .selects import fold_selects
 
 FOLD_LIMIT = 1 << 20  # constants larger than this many elements are not folded
 INFLATE_MIN = 4096    # larger elementwise folds that would grow the constant bytes are not made
+FOLD_WORK = 1 << 26   # the most multiply-adds a folded constant product may cost at build time
 
 
 class LNode:
@@ -196,7 +198,7 @@ def _fold_value(tensor, inputs: list) -> Optional[np.ndarray]:
     if not inputs or not all(i.is_const for i in inputs):
         return None
     if any(i.value.size > FOLD_LIMIT for i in inputs) or op is S.matmul and \
-            any(i.value.size > 4096 for i in inputs):
+            not _matmul_folds(inputs):
         return None
     if op.kind == "elementwise" and all(i.uniform is not None for i in inputs):
         value = _fold_uniform(tensor, inputs)
@@ -209,6 +211,37 @@ def _fold_value(tensor, inputs: list) -> Optional[np.ndarray]:
     if value.size > FOLD_LIMIT or _inflates(tensor, inputs, value):
         return None
     return value
+
+
+def _matmul_folds(inputs: list) -> bool:
+    """Whether a product of two constants is folded: by what it costs, not by its inputs'
+    sizes. Its multiply-adds are paid once at build time (at most ``FOLD_WORK``: a
+    fraction of a second) instead of on every call, and the folded result is read
+    instead of both inputs unless it is larger than they are (an outer product:
+    ``(n, 1) @ (1, n)``), which a kernel would rather compute from the small inputs.
+
+    >>> import symgrad as sg
+    >>> L = sg.constant(np.eye(100) * 2.0)
+    >>> [n.op.name for n in fold_graph([L @ sg.constant(np.ones((100, 100)))]).order]
+    ['constant']
+    >>> col = sg.constant(np.arange(1000.0).reshape(1000, 1))
+    >>> [n.op.name for n in fold_graph([col @ sg.constant(np.ones((1, 1000)))]).order]
+    ['constant', 'constant', 'multiply']
+    """
+    a, b = inputs[0].value, inputs[1].value
+    if a.ndim == 0 or b.ndim == 0 or a.shape[-1] != b.shape[-2 if b.ndim >= 2 else 0]:
+        return True                     # not a product numpy takes: run_node says why
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        return True
+    m = a.shape[-2] if a.ndim >= 2 else 1
+    n = b.shape[-1] if b.ndim >= 2 else 1
+    out = math.prod(batch) * m * n
+    if out * a.shape[-1] > FOLD_WORK:
+        return False
+    read = a.nbytes + b.nbytes         # a product reads its inputs whole, uniform or not
+    return out <= INFLATE_MIN or out * np.result_type(a, b).itemsize <= read
 
 
 def _fold_uniform(tensor, inputs: list) -> Optional[np.ndarray]:
