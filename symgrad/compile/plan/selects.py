@@ -35,6 +35,7 @@ from ...graph.naming import unique_name
 from ...graph.tensor import Tensor
 from ...graph.traversal import topological_order
 from ...ops.functions import F
+from ...shapes import broadcast_shapes
 from ...ops.registry import apply
 from ...ops.layout import api as LA
 from ...ops.layout import records as L
@@ -90,6 +91,23 @@ class _Folder:
             self.reach[id(t)] = (found, t)
             return found
         return found[0]
+
+    def prime(self, order: list) -> None:
+        """``reaches`` and ``stack_axis`` of every node of a topological ``order`` in one
+        pass, inputs first (no recursion, the same answers)."""
+        reach = self.reach
+        for t in order:
+            op = t.op
+            if op is L.stack:
+                found, axis = True, t.attrs["axis"] - t.ndim
+            elif op.kind == "elementwise":
+                found = any(reach[id(i)][0] for i in t.inputs)
+                axis = next((a for a in (reach[("axis", id(i))][0] for i in t.inputs)
+                             if a is not None), None)
+            else:
+                found, axis = op is S.getitem_grad and select_of(t) is not None, None
+            reach[id(t)] = (found, t)
+            reach[("axis", id(t))] = (axis, t)
 
     def stack_axis(self, t: Tensor) -> Optional[int]:
         """The axis (negative: broadcasting keeps it) of a stack an elementwise ``t``
@@ -150,6 +168,9 @@ class _Folder:
             j = 0 if length == 1 else index
             moved = self.select(x, axis - offset, j)
             args.append(_read(x, axis - offset, j) if moved is None else moved)
+        if all(a.dtype == x.dtype for a, x in zip(args, t.inputs)):   # t's dtype rule
+            shape = broadcast_shapes([a.shape for a in args], op=t.op.name)
+            return Tensor(t.op, tuple(args), t.attrs, shape, t.dtype, unique_name(t.op.name))
         return apply(t.op, tuple(args), dict(t.attrs))
 
 
@@ -171,9 +192,7 @@ def fold_selects(outputs: list) -> list:
     graph has none to fold (or too deep a chain to fold it: Python's recursion limit)."""
     order = topological_order([o for o in outputs if o is not None])
     folder = _Folder()
-    for t in order:                    # inputs first: the recursions below stay shallow
-        folder.reaches(t)
-        folder.stack_axis(t)
+    folder.prime(order)
     try:
         return _fold(outputs, order, folder)
     except RecursionError:
