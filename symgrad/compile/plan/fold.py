@@ -410,10 +410,11 @@ def _fold_graph(outputs: list, placeholders: Optional[list]) -> FoldedGraph:
         for i in node.inputs:
             consumers.setdefault(id(i), []).append(node)
     changed = reuse_values(order, consumers, E.expr)
-    consumers = {}
-    for node in order:
-        for i in node.inputs:
-            consumers.setdefault(id(i), []).append(node)
+    if changed:                             # nodes now read other inputs
+        consumers = {}
+        for node in order:
+            for i in node.inputs:
+                consumers.setdefault(id(i), []).append(node)
     if changed + clone_cheap(order, consumers, _copy):
         order = _order(roots)
     return FoldedGraph(order, new_outputs, [made[id(p)] for p in placeholders])
@@ -490,6 +491,9 @@ def _bypass_broadcasts(inputs: list, dims: "Dims") -> list:
     """An elementwise op broadcasts by itself: it can read x instead of
     ``broadcast_like(x, like)`` (which also frees it from depending on ``like``) when the
     other inputs give the result the same dims anyway."""
+    if not any(i.op is S.broadcast_like for i in inputs) and \
+            not any(isinstance(d, str) for i in inputs for d in i.dims):
+        return list(inputs)             # nothing to bypass, no symbolic dims to unify
     target = dims.broadcast([i.dims for i in inputs])
     out = list(inputs)
     for k, node in enumerate(inputs):
