@@ -23,7 +23,10 @@ A constant whose elements are all equal is *uniform*: lowering inlines it as a n
 
 from __future__ import annotations
 
+import gc
 import hashlib
+import math
+from contextlib import contextmanager
 from typing import Optional
 
 import numpy as np
@@ -41,6 +44,7 @@ from .selects import fold_selects
 
 FOLD_LIMIT = 1 << 20  # constants larger than this many elements are not folded
 INFLATE_MIN = 4096    # larger elementwise folds that would grow the constant bytes are not made
+FOLD_WORK = 1 << 26   # the most multiply-adds a folded constant product may cost at build time
 
 
 class LNode:
@@ -129,7 +133,7 @@ def _attrs_text(attrs: dict, exprs: dict) -> str:
     for key in sorted(attrs):
         value = attrs[key]
         parts.append(f"{key}={_expr_text(value, exprs)}" if key == "expr" else
-                     f"{key}={value!r}")
+                     f"{key}={_repr(value)}")
     return ",".join(parts)
 
 
@@ -194,7 +198,7 @@ def _fold_value(tensor, inputs: list) -> Optional[np.ndarray]:
     if not inputs or not all(i.is_const for i in inputs):
         return None
     if any(i.value.size > FOLD_LIMIT for i in inputs) or op is S.matmul and \
-            any(i.value.size > 4096 for i in inputs):
+            not _matmul_folds(inputs):
         return None
     if op.kind == "elementwise" and all(i.uniform is not None for i in inputs):
         value = _fold_uniform(tensor, inputs)
@@ -207,6 +211,37 @@ def _fold_value(tensor, inputs: list) -> Optional[np.ndarray]:
     if value.size > FOLD_LIMIT or _inflates(tensor, inputs, value):
         return None
     return value
+
+
+def _matmul_folds(inputs: list) -> bool:
+    """Whether a product of two constants is folded: by what it costs, not by its inputs'
+    sizes. Its multiply-adds are paid once at build time (at most ``FOLD_WORK``: a
+    fraction of a second) instead of on every call, and the folded result is read
+    instead of both inputs unless it is larger than they are (an outer product:
+    ``(n, 1) @ (1, n)``), which a kernel would rather compute from the small inputs.
+
+    >>> import symgrad as sg
+    >>> L = sg.constant(np.eye(100) * 2.0)
+    >>> [n.op.name for n in fold_graph([L @ sg.constant(np.ones((100, 100)))]).order]
+    ['constant']
+    >>> col = sg.constant(np.arange(1000.0).reshape(1000, 1))
+    >>> [n.op.name for n in fold_graph([col @ sg.constant(np.ones((1, 1000)))]).order]
+    ['constant', 'constant', 'multiply']
+    """
+    a, b = inputs[0].value, inputs[1].value
+    if a.ndim == 0 or b.ndim == 0 or a.shape[-1] != b.shape[-2 if b.ndim >= 2 else 0]:
+        return True                     # not a product numpy takes: run_node says why
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        return True
+    m = a.shape[-2] if a.ndim >= 2 else 1
+    n = b.shape[-1] if b.ndim >= 2 else 1
+    out = math.prod(batch) * m * n
+    if out * a.shape[-1] > FOLD_WORK:
+        return False
+    read = a.nbytes + b.nbytes         # a product reads its inputs whole, uniform or not
+    return out <= INFLATE_MIN or out * np.result_type(a, b).itemsize <= read
 
 
 def _fold_uniform(tensor, inputs: list) -> Optional[np.ndarray]:
@@ -290,8 +325,36 @@ def _inflates(tensor, inputs: list, value: np.ndarray) -> bool:
     return np.asarray(value).nbytes > read
 
 
+@contextmanager
+def paused_gc():
+    """Python's cycle collector held off for a pass that allocates a node record per graph
+    node: each collection walks every live object (the whole graph), so a pass over a
+    100,000-node graph spent half its time in them; nothing these passes make is cyclic
+    garbage, and the collector runs again (catching up) when the pass ends.
+
+    >>> with paused_gc():
+    ...     gc.isenabled()
+    False
+    >>> gc.isenabled()
+    True
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGraph:
     """The folded copy of the graph of ``outputs`` (None entries are kept)."""
+    with paused_gc():
+        return _fold_graph(outputs, placeholders)
+
+
+def _fold_graph(outputs: list, placeholders: Optional[list]) -> FoldedGraph:
     outputs = fold_selects(outputs)         # x = stack([a, b], axis); x[..., 0] is a
     order = topological_order([o for o in outputs if o is not None])
     if placeholders is None:
@@ -347,10 +410,11 @@ def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGrap
         for i in node.inputs:
             consumers.setdefault(id(i), []).append(node)
     changed = reuse_values(order, consumers, E.expr)
-    consumers = {}
-    for node in order:
-        for i in node.inputs:
-            consumers.setdefault(id(i), []).append(node)
+    if changed:                             # nodes now read other inputs
+        consumers = {}
+        for node in order:
+            for i in node.inputs:
+                consumers.setdefault(id(i), []).append(node)
     if changed + clone_cheap(order, consumers, _copy):
         order = _order(roots)
     return FoldedGraph(order, new_outputs, [made[id(p)] for p in placeholders])
@@ -427,6 +491,9 @@ def _bypass_broadcasts(inputs: list, dims: "Dims") -> list:
     """An elementwise op broadcasts by itself: it can read x instead of
     ``broadcast_like(x, like)`` (which also frees it from depending on ``like``) when the
     other inputs give the result the same dims anyway."""
+    if not any(i.op is S.broadcast_like for i in inputs) and \
+            not any(isinstance(d, str) for i in inputs for d in i.dims):
+        return list(inputs)             # nothing to bypass, no symbolic dims to unify
     target = dims.broadcast([i.dims for i in inputs])
     out = list(inputs)
     for k, node in enumerate(inputs):
@@ -459,7 +526,20 @@ def _intern(seen: dict, node: LNode) -> LNode:
 
 
 def _attrs_key(attrs: dict):
-    return tuple((k, attrs[k] if k == "expr" else repr(attrs[k])) for k in sorted(attrs))
+    return tuple((k, attrs[k] if k == "expr" else _repr(attrs[k])) for k in sorted(attrs))
+
+
+_DTYPE_REPR: dict = {}
+
+
+def _repr(value) -> str:
+    """``repr(value)``; a dtype's (an ``expr`` node's attribute, 25 us each) remembered."""
+    if isinstance(value, np.dtype) and value.metadata is None:
+        text = _DTYPE_REPR.get(value)
+        if text is None:
+            text = _DTYPE_REPR[value] = repr(value)
+        return text
+    return repr(value)
 
 
 def _order(roots: list) -> list:

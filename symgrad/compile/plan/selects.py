@@ -31,9 +31,11 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ...graph.naming import unique_name
 from ...graph.tensor import Tensor
 from ...graph.traversal import topological_order
 from ...ops.functions import F
+from ...shapes import broadcast_shapes
 from ...ops.registry import apply
 from ...ops.layout import api as LA
 from ...ops.layout import records as L
@@ -89,6 +91,23 @@ class _Folder:
             self.reach[id(t)] = (found, t)
             return found
         return found[0]
+
+    def prime(self, order: list) -> None:
+        """``reaches`` and ``stack_axis`` of every node of a topological ``order`` in one
+        pass, inputs first (no recursion, the same answers)."""
+        reach = self.reach
+        for t in order:
+            op = t.op
+            if op is L.stack:
+                found, axis = True, t.attrs["axis"] - t.ndim
+            elif op.kind == "elementwise":
+                found = any(reach[id(i)][0] for i in t.inputs)
+                axis = next((a for a in (reach[("axis", id(i))][0] for i in t.inputs)
+                             if a is not None), None)
+            else:
+                found, axis = op is S.getitem_grad and select_of(t) is not None, None
+            reach[id(t)] = (found, t)
+            reach[("axis", id(t))] = (axis, t)
 
     def stack_axis(self, t: Tensor) -> Optional[int]:
         """The axis (negative: broadcasting keeps it) of a stack an elementwise ``t``
@@ -149,6 +168,9 @@ class _Folder:
             j = 0 if length == 1 else index
             moved = self.select(x, axis - offset, j)
             args.append(_read(x, axis - offset, j) if moved is None else moved)
+        if all(a.dtype == x.dtype for a, x in zip(args, t.inputs)):   # t's dtype rule
+            shape = broadcast_shapes([a.shape for a in args], op=t.op.name)
+            return Tensor(t.op, tuple(args), t.attrs, shape, t.dtype, unique_name(t.op.name))
         return apply(t.op, tuple(args), dict(t.attrs))
 
 
@@ -156,14 +178,21 @@ def _read(x: Tensor, axis: int, index: int) -> Tensor:
     return F.getitem(x, (slice(None),) * axis + (index,))
 
 
+def _rebuilt(t: Tensor, args: list) -> Tensor:
+    """``t``'s op on ``args``: an elementwise node whose inputs kept their shapes and dtypes
+    keeps its own (its shape rule reads nothing else), named as ``apply`` names it."""
+    if t.op.kind == "elementwise" and all(
+            a.shape == i.shape and a.dtype == i.dtype for a, i in zip(args, t.inputs)):
+        return Tensor(t.op, tuple(args), t.attrs, t.shape, t.dtype, unique_name(t.op.name))
+    return apply(t.op, tuple(args), dict(t.attrs))
+
+
 def fold_selects(outputs: list) -> list:
     """``outputs`` with their selects folded (module docstring); the same list when the
     graph has none to fold (or too deep a chain to fold it: Python's recursion limit)."""
     order = topological_order([o for o in outputs if o is not None])
     folder = _Folder()
-    for t in order:                    # inputs first: the recursions below stay shallow
-        folder.reaches(t)
-        folder.stack_axis(t)
+    folder.prime(order)
     try:
         return _fold(outputs, order, folder)
     except RecursionError:
@@ -185,7 +214,7 @@ def _fold(outputs: list, order: list, folder: _Folder) -> list:
                 new[id(t)] = moved
                 continue
         if any(a is not i for a, i in zip(args, t.inputs)):
-            new[id(t)] = apply(t.op, tuple(args), dict(t.attrs))
+            new[id(t)] = _rebuilt(t, args)
         split = folder.split(new.get(id(t), t)) if id(t) in wanted else None
         if split is not None:
             new[id(t)] = split

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ...shapes import is_fully_known
-from ..plan.fold import FoldedGraph, LNode
+from ..plan.fold import FoldedGraph, LNode, paused_gc
 from ..plan.oprules import VIEWS
 from . import settings
 from .cost import (Estimate, admissible, budget_us, estimate, known, size_of, splits,
@@ -44,10 +44,15 @@ __all__ = ["scalar_regions", "is_small", "size_of", "Choice"]
 
 
 def _small_value(node: LNode, kinds: str) -> bool:
-    limit = settings.SCALAR_ELEMENTS
-    return is_fully_known(node.shape) and node.dims == node.shape and \
-        node.dtype.kind in kinds and 0 < size_of(node.shape) and \
-        (limit is None or size_of(node.shape) <= limit)
+    if node.dtype.kind not in kinds:
+        return False
+    found = _SIZED.get(id(node))
+    if found is None or found[0] is not node:
+        limit = settings.SCALAR_ELEMENTS
+        found = _SIZED[id(node)] = (node, is_fully_known(node.shape) and
+                                    node.dims == node.shape and 0 < size_of(node.shape) and
+                                    (limit is None or size_of(node.shape) <= limit))
+    return found[1]
 
 
 def is_small(node: LNode, known: Optional[dict] = None, saved: int = 1) -> bool:
@@ -68,6 +73,8 @@ def _static(node: LNode) -> bool:
 _STATIC: dict = {}
 """id(node) -> (node, _covered(node)) of the graph being chosen (``scalar_regions``
 clears it)."""
+_SIZED: dict = {}
+"""id(node) -> (node, whether its values are static and small), as ``_STATIC``."""
 
 
 def _covered(node: LNode) -> bool:
@@ -148,15 +155,18 @@ class _Regions:
             if r is not None and self.find(r) not in candidates:
                 candidates.append(self.find(r))
         chosen: set = set()
+        ext = None                          # external(node, chosen) once known
         for r in candidates:
             trial = chosen | {r}
-            if trial & self.external(node, trial):
+            found = self.external(node, trial)
+            if trial & found:
                 continue
             if any(c in self.roots(self.anc[r]) or r in self.roots(self.anc[c])
                    for c in chosen):
                 continue
-            chosen = trial
-        ext = self.external(node, chosen)
+            chosen, ext = trial, found
+        if ext is None:
+            ext = self.external(node, chosen)
         if chosen:
             root = min(chosen)
             anc: set = set(ext)
@@ -248,9 +258,11 @@ def scalar_regions(graph: FoldedGraph) -> list:
     """The regions that become scalar kernels: lists of member LNodes in graph order (the
     regions weighed are ``graph.scalar_choices``)."""
     try:
-        return _chosen(graph)
+        with paused_gc():
+            return _chosen(graph)
     finally:        # the classes are the size of the graph's values: not kept with it
         _STATIC.clear()
+        _SIZED.clear()
         graph.scalar_structure = None
 
 
