@@ -215,7 +215,7 @@ def _real_and_estimated(graph) -> tuple:
     outputs = [n for n in members if id(n) in wanted or
                any(id(c) not in ids for c in graph.consumers[id(n)])]
     code, _, _ = region_code(members, inputs, outputs)
-    found = cost.known(graph, select._static)
+    found = cost.known(graph, select._countable(graph))
     return (len(code), sum(statements(n, found) for n in members),
             sum(statements(n) for n in members))
 

@@ -20,7 +20,7 @@ from .cache import modules as cache
 from .cache.key import CODEGEN_VERSION, compile_key
 from .cpu.driver import PARALLEL_THRESHOLD, ModuleWriter
 from .cpu.eager import compile_module, dispatchers
-from .plan.fold import fold_graph
+from .plan.fold import fold_graph, paused_gc
 from .plan.hoist import hoist_invariants
 from .codegen.lower import lower_kernel
 from .nest import Nest, nest_plan
@@ -274,7 +274,10 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
         ("" if spec is get_target("cpu") else f" target={spec.name!r}")   # the default unnamed
     phases = Phases(name, target=target, **progress_stream(progress))
     ctx = Context(inputs, outputs, mode, spec, math, phases)
-    with phases.running():    # Ctrl-C: one line (cache files are written atomically)
+    # Ctrl-C: one line (cache files are written atomically); Python's cycle collector held
+    # off: each collection walks every live object (the graph, sympy's terms, the plan), a
+    # third of a 100,000-node build (it catches up when the build ends)
+    with phases.running(), paused_gc():
         if spec.device:
             run_passes(ctx, DEVICE_PIPELINE)
         else:

@@ -266,6 +266,16 @@ def scalar_regions(graph: FoldedGraph) -> list:
         graph.scalar_structure = None
 
 
+def _countable(graph: FoldedGraph):
+    """``small`` for the structure pass: the static nodes of at most ``MAX_TERMS`` elements
+    a statement the build budget allows (a larger one would exceed it even if one element
+    in ``MAX_TERMS`` emitted a statement: it is read, and no classes, an array of its or
+    its inputs' shape, are made: a hundred-million-element placeholder allocates nothing)."""
+    most = budget_us(graph) / settings.BUILD_IR_STATEMENT_US * settings.MAX_TERMS
+    return lambda node: (node.is_const or _static(node)) and all(size_of(x.shape) <= most
+                                              for x in (node,) + tuple(node.inputs))
+
+
 def _chosen(graph: FoldedGraph) -> list:
     """Counted densely first (cheap); where that declines a node or a region, again on
     the values' structure (``cost.known``: exact zeros, numbers, equal elements)."""
@@ -295,7 +305,7 @@ def _chosen(graph: FoldedGraph) -> list:
                 for m in c.members:
                     limits[id(m)] = min(limits.get(id(m), keep), keep)
         if found is None and (declined or losers):
-            found = known(graph, _static)
+            found = known(graph, _countable(graph))
             continue
         members = {id(m) for c in choices for m in c.members}
         rejected = [c for c in rejected if not all(id(m) in members for m in c.members)]

@@ -118,15 +118,17 @@ def structure(graph: FoldedGraph, counted=None, sums=frozenset(),
     the terms of a rule that counts its own (None otherwise); ``sums`` and
     ``contractions``: the records that sum their inputs, and {record: products(node)} of
     those that sum products (counted densely); ``small(node)``:
-    whether the scalar pass may work the node per element (else its value is read)."""
+    whether the scalar pass may work the node per element (else its value is read; a
+    constant: whether its classes may be made)."""
     found = getattr(graph, "scalar_structure", None)
     if found is not None:
         return found
     run = _Pass(counted, sums, contractions or {})
     out: dict = {}
     for node in graph.order:
-        if node.is_const:
-            out[id(node)] = _constant(node, run)
+        if node.is_const:      # a constant too large for ``small``: read, never unique'd
+            out[id(node)] = _constant(node, run) if small is None or small(node) else \
+                Classes(None, None, READ)
         elif node.kind == "source" or not (small(node) if small is not None else
                                            all(map(_static, (node,) + node.inputs))):
             out[id(node)] = Classes(None, None, READ)
