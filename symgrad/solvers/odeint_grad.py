@@ -172,7 +172,11 @@ def _adjoint(spec, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor, params: list,
     def augmented(z, s):
         y, a = _split(z, like)[:2]
         fy = fun(y, -s)
-        grads = gradients(fy, [y] + list(params), grad_ys=a, stop_gradients=[y] + list(params),
+        # held: y, the parameters and the time s (a first step's time is computed from
+        # the state, which reads the forward solve: differentiating through it would
+        # differentiate the odeint node again, without end)
+        held = [y] + list(params) + ([s] if isinstance(s, Tensor) else [])
+        grads = gradients(fy, [y] + list(params), grad_ys=a, stop_gradients=held,
                           unconnected_gradients="zero", name=None)
         return _cat([-fy] + list(grads))
 
