@@ -41,6 +41,7 @@ from ..ops.registry import apply
 from ..graph.tensor import Tensor
 from ..ops.functions import F
 from ..ops.sources import constant
+from . import odeint_sweep
 
 __all__ = ["vjp", "jvp", "solve", "Spec", "ODEINT"]
 
@@ -184,8 +185,7 @@ def _adjoint(spec, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor, params: list,
     if n_t == 1:
         return g[0], F.zeros_like(t), zeros_p
     if one_loop:
-        from .odeint_sweep import sweep
-        acc = sweep(spec, augmented, g, ys, y0, t, params, _size)
+        acc = odeint_sweep.sweep(spec, augmented, g, ys, y0, t, params, _size)
         a, *p_bars = _split(acc, [y0] + list(params))
         fs = _f_at(spec, ys, t)
         t_bars = F.reduce_sum(F.reshape(g * fs, (n_t, -1)), 1)
@@ -321,3 +321,6 @@ def jvp(spec, tangents: list, ys: Tensor, y0: Tensor, t: Tensor,
 
 
 JVP_RULES[ODEINT] = _jvp
+
+
+odeint_sweep.per_interval(_adjoint, _cat, held_jvp)

@@ -100,9 +100,19 @@ def _infer(z, steps, reached, end, *inputs, spec, skip):
     return z.shape, z.dtype
 
 
+_PER_INTERVAL: dict = {}
+"""What the derivatives take from ``odeint_grad`` (which imports this module, so this one
+does not import it): the per-interval adjoint, ``_cat`` and ``held_jvp``, registered by
+``odeint_grad`` when it loads (``per_interval``)."""
+
+
+def per_interval(adjoint: Callable, cat: Callable, held_jvp: Callable) -> None:
+    _PER_INTERVAL.update(adjoint=adjoint, cat=cat, held_jvp=held_jvp)
+
+
 def _slow(spec, inputs: list) -> Tensor:
     """``[a, a_p]`` by the per-interval formulation (``odeint_grad._adjoint``)."""
-    from .odeint_grad import _adjoint, _cat
+    _adjoint, _cat = _PER_INTERVAL["adjoint"], _PER_INTERVAL["cat"]
     g, ys, y0, t, *params = inputs
     a, _, p_bars = _adjoint(spec, g, ys, y0, t, params, one_loop=False)
     return _cat([a] + list(p_bars)) if params else a
@@ -118,7 +128,7 @@ def _vjp(up, out, z, steps, reached, end, *inputs, spec, skip):
 
 
 def _jvp(tangents, out, z, steps, reached, end, *inputs, spec, skip):
-    from .odeint_grad import held_jvp
+    held_jvp = _PER_INTERVAL["held_jvp"]
     dots = tangents[4:]
     if all(d is None for d in dots):
         return None
