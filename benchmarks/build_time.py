@@ -36,6 +36,12 @@ Cases (sizes in brackets: default / ``--quick``):
   8 x 8, value + gradients with respect to x and W.
 - ``g``  a ``sg.scan`` (1,000 / 10 steps) whose body takes 40 / 3 Euler sub-steps of
   Lotka-Volterra, value + gradient.
+- ``a_inv``, ``a_chol``  case a's rhs written ``inv(M) @ F`` and
+  ``cholesky_solve(cholesky(M), F)`` (M is symmetric positive definite).
+- ``b_idx``, ``b_mat``  case b's reactions as constant index arrays A, B, C, D and rate
+  constants k: rates ``k * x[A] * x[B]``; the rhs by ``unsorted_segment_sum`` of the signed
+  rates over the concatenated ids (b_idx), or by a constant numpy stoichiometry matrix
+  ``S @ rates`` (b_mat).
 - ``h``  ``import symgrad`` (and ``import casadi`` / ``import symengine``) in a fresh
   process.
 
@@ -79,6 +85,13 @@ CASES = {
     "f200": ("8x8 matmul + tanh + roll layers, value + grads", 200, 2, (), 15.0, ""),
     "g": ("scan body of 40 Euler sub-steps, value + grad", 40, 3, (), 3.0, ""),
     "h": ("import", 0, 0, ("casadi", "symengine"), 1.0, "≤ 0.3 s"),
+    # the same programs written other natural ways (no peers: theirs are a's and b's)
+    "a_inv": ("pendulum written inv(M) @ F", 10, 2, (), 2.0, "as a"),
+    "a_chol": ("pendulum written cholesky_solve(cholesky(M), F)", 10, 2, (), 2.0, "as a"),
+    "b_idx": ("mass action written x[A] * x[B] + unsorted_segment_sum", 100, 6, (), 2.0,
+              "as b"),
+    "b_mat": ("mass action written S @ (k * x[A] * x[B]), S a numpy matrix", 100, 6, (), 2.0,
+              "as b"),
 }
 H = 0.01                                  # benchmarks/programs.py's RK4 LV workload
 P = np.array([1.0, 0.5, 1.0, 0.3])
@@ -140,12 +153,24 @@ def kinetics_model(n: int, seed: int = 0):
     return x, sp.Matrix(rhs)
 
 
+def kinetics_arrays(n: int, seed: int = 0) -> tuple:
+    """The reactions of ``kinetics_model`` (the same draws) as index arrays A, B, C, D and
+    rate constants k."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(2 * n):
+        a, b, c, d = (int(i) for i in rng.integers(0, n, 4))
+        rows.append((a, b, c, d, round(float(rng.uniform(0.1, 2.0)), 3)))
+    cols = list(zip(*rows))
+    return tuple(np.array(c, dtype=np.int64) for c in cols[:4]) + (np.array(cols[4]),)
+
+
 def kinetics_x0(n: int) -> np.ndarray:
     return np.linspace(0.5, 1.5, n)
 
 
 def _model(case: str, size: int):
-    if case == "a":
+    if case.startswith("a"):
         states, M, F = pendulum_model(size)
         return {"states": states, "M": M, "F": F, "x0": pendulum_x0(size)}
     states, rhs = kinetics_model(size)
@@ -168,6 +193,37 @@ def _sg_b(sg, size, m):
     x = sg.placeholder("x", (size,))
     mapping = {s: x[i] for i, s in enumerate(m["states"])}
     rhs = sg.reshape(sg.from_sympy(m["rhs"], mapping), (size,))
+    return [x], [rhs, sg.jacobian(rhs, x)], [m["x0"]]
+
+
+def _sg_a_variant(sg, size, m, how: str):
+    """Case a's program with ``solve(M, F)`` written ``inv(M) @ F`` or by Cholesky."""
+    k = len(m["states"])
+    x = sg.placeholder("x", (k,))
+    mapping = {s: x[i] for i, s in enumerate(m["states"])}
+    M = sg.from_sympy(m["M"], mapping)
+    F = sg.from_sympy(m["F"], mapping)
+    if how == "inv":
+        qdd = sg.matmul(sg.linalg.inv(M), F)[:, 0]
+    else:
+        qdd = sg.linalg.cholesky_solve(sg.linalg.cholesky(M), F)[:, 0]
+    rhs = sg.concat([x[k // 2:], qdd], 0)
+    return [x], [rhs, sg.jacobian(rhs, x)], [m["x0"]]
+
+
+def _sg_b_variant(sg, size, m, how: str):
+    """Case b's program with index arrays (``kinetics_arrays``)."""
+    a, b, c, d, k = kinetics_arrays(size)
+    x = sg.placeholder("x", (size,))
+    rates = k * x[a] * x[b]
+    if how == "idx":
+        signed = sg.concat([-rates, -rates, rates, rates], 0)
+        rhs = sg.unsorted_segment_sum(signed, np.concatenate([a, b, c, d]), size)
+    else:
+        S = np.zeros((size, len(k)))
+        for ids, sign in ((a, -1.0), (b, -1.0), (c, 1.0), (d, 1.0)):
+            np.add.at(S, (ids, np.arange(len(k))), sign)
+        rhs = sg.matmul(S, rates[:, None])[:, 0]
     return [x], [rhs, sg.jacobian(rhs, x)], [m["x0"]]
 
 
@@ -220,6 +276,10 @@ def sg_build(sg, case: str, size: int, model, quick: bool):
         return _sg_a(sg, size, model)
     if case == "b":
         return _sg_b(sg, size, model)
+    if case in ("a_inv", "a_chol"):
+        return _sg_a_variant(sg, size, model, case[2:])
+    if case in ("b_idx", "b_mat"):
+        return _sg_b_variant(sg, size, model, case[2:])
     if case == "c":
         return _sg_loop(sg, "scan", size)
     if case == "d":
@@ -423,7 +483,7 @@ def child(tool: str, case: str, size: int, quick: bool) -> dict:
     import sympy  # noqa: F401  (the models' language: not part of any build)
     row["import_s"] = clock() - c0
     model = None
-    if case in ("a", "b"):
+    if case[0] in "ab":
         c0 = clock()
         model = _model(case, size)
         row["model_s"] = clock() - c0
@@ -585,9 +645,9 @@ def main(argv: Optional[list] = None) -> list:
         if case not in CASES:
             parser.error(f"unknown case {case!r}: expected one of {', '.join(CASES)}")
         size = CASES[case][2] if args.quick else CASES[case][1]
-        if case == "a" and args.links:
+        if case.startswith("a") and args.links:
             size = args.links
-        if case == "b" and args.species:
+        if case.startswith("b") and args.species:
             size = args.species
         tools = ["symgrad"] + ([] if args.no_peers else list(CASES[case][3]) + ["jax"])
         for tool in tools:

@@ -112,10 +112,15 @@ def _counted(node: LNode) -> Optional[int]:
     return UNBOUNDED if n is None else n
 
 
+_CLASSES = {op: rule.classes for op, rule in ELEMENT_RULES.items() if hasattr(rule, "classes")}
+"""Rules that give their own element classes (``gather_elements.py``)."""
+
+
 def known(graph: FoldedGraph, small=None) -> dict:
     """The structure of ``graph``'s values (``structure.structure``, cached on it), with
     ``small(node)`` the nodes a scalar kernel may make (others are read)."""
-    return structure(graph, _counted, _SUMS, dict.fromkeys(_CONTRACTIONS, _products), small)
+    return structure(graph, _counted, _SUMS, dict.fromkeys(_CONTRACTIONS, _products), small,
+                     _CLASSES)
 
 
 def _products(node: LNode) -> int:

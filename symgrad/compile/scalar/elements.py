@@ -40,6 +40,7 @@ from ...ops.reductions import records as R
 from ...ops.symbols import dtype_kind
 from ..codegen.lower import _attrs_key, node_expression, node_formula
 from ..printing.printer import ZERO, number
+from .gather_elements import GATHER_RULES
 from .linalg_elements import LINALG_RULES
 
 __all__ = ["ELEMENT_RULES", "ElementCode", "region_code"]
@@ -122,9 +123,10 @@ def _scatter(node, args: list) -> np.ndarray:
 
 
 ELEMENT_RULES = {**{op: _numpy_forward for op in _MOVES + _SUMS}, I.getitem_grad: _scatter,
-                 **LINALG_RULES}
+                 **LINALG_RULES, **GATHER_RULES}
 """{structural record: rule(node, input object arrays) -> object array of its value}; a rule
-with ``binds = True`` (small linear algebra, ``linalg_elements.py``) also takes the
+with ``binds = True`` (small linear algebra, ``linalg_elements.py``; index ops with
+constant indices, ``gather_elements.py``) also takes the
 ``ElementCode`` to bind its intermediate values."""
 
 

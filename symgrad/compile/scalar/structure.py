@@ -68,8 +68,9 @@ class Classes:
 class _Pass:
     """One pass over a graph: fresh class ids, the probes of formulas by pattern."""
 
-    def __init__(self, counted, sums, contractions):
+    def __init__(self, counted, sums, contractions, classes=None):
         self.next = 2
+        self.classes = classes or {}        # {record: its rule's classes(node, ins, fresh)}
         self.probes: dict = {}
         self.formulas: dict = {}
         self.counted, self.sums = counted, sums
@@ -113,17 +114,19 @@ def _constant(node: LNode, run: _Pass) -> Classes:
 
 
 def structure(graph: FoldedGraph, counted=None, sums=frozenset(),
-              contractions=None, small=None) -> dict:
+              contractions=None, small=None, classes=None) -> dict:
     """{id(node): Classes} for every node of ``graph`` (cached on it). ``counted(node)``:
     the terms of a rule that counts its own (None otherwise); ``sums`` and
     ``contractions``: the records that sum their inputs, and {record: products(node)} of
     those that sum products (counted densely); ``small(node)``:
     whether the scalar pass may work the node per element (else its value is read; a
-    constant: whether its classes may be made)."""
+    constant: whether its classes may be made); ``classes``: {record: classes(node,
+    [(classes, numbers) of each input], fresh) -> (classes, numbers, terms) or None} of
+    rules that give their own (index ops with constant indices)."""
     found = getattr(graph, "scalar_structure", None)
     if found is not None:
         return found
-    run = _Pass(counted, sums, contractions or {})
+    run = _Pass(counted, sums, contractions or {}, classes)
     out: dict = {}
     for node in graph.order:
         if node.is_const:      # a constant too large for ``small``: read, never unique'd
@@ -144,6 +147,12 @@ def _node(node: LNode, ins: list, run: _Pass) -> Classes:
     n = _size(node.shape)
     if node.kind == "elementwise":
         return _elementwise(node, ins, run)
+    shaped = run.classes.get(node.op)
+    if shaped is not None:
+        found = shaped(node, [run.dense(i, x.shape) for i, x in zip(ins, node.inputs)],
+                       run.fresh)
+        if found is not None:
+            return Classes(found[0].astype(np.int64), found[1].astype(bool), found[2])
     own = run.counted(node) if run.counted is not None else None
     if own is not None:
         return Classes(None, None, own)
