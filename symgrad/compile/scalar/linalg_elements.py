@@ -122,10 +122,32 @@ def _back(code, u: list, rhs: list, dtype, upper: bool = True) -> list:
     for j in range(m):
         done: list = []
         for i in order:
-            total = rhs[i][j] - sp.Add(*[u[i][c] * x[c][j] for c in done])
-            x[i][j] = code.bind(total / u[i][i], dtype)
+            if any(v.is_Number for v in [rhs[i][j], u[i][i]] + [u[i][c] for c in done] +
+                   [x[c][j] for c in done]):       # sympy folds numbers: evaluated here
+                total = rhs[i][j] - sp.Add(*[u[i][c] * x[c][j] for c in done])
+                x[i][j] = code.bind(total / u[i][i], dtype)
+                done.append(i)
+                continue
+            products = [_unevaluated(sp.Mul, (_MINUS, u[i][c], x[c][j])) for c in done]
+            total = _unevaluated(sp.Add, [rhs[i][j]] + products)
+            x[i][j] = code.bind(_unevaluated(sp.Mul, (total, _unevaluated(
+                sp.Pow, (u[i][i], _MINUS)))), dtype)
             done.append(i)
     return x
+
+
+_MINUS = sp.Integer(-1)
+
+
+def _unevaluated(func, args) -> sp.Basic:
+    """``func(*args)`` left unevaluated: ``ElementCode.bind`` evaluates each distinct form
+    once, on slots (sympy's evaluation of the same sum over atoms, once per column of the
+    right-hand side, was most of a triangular solve's build)."""
+    if func is sp.Add and len(args) == 1:
+        return args[0]
+    if func is sp.Pow:
+        return sp.Pow(*args, evaluate=False)
+    return func._from_args(tuple(args), is_commutative=True)    # real scalars
 
 
 def lu_solve(code, a: list, b: list, dtype, check=SolvePivot) -> list:
