@@ -15,8 +15,7 @@ a view or a move (getitem, stack, transpose, ``getitem_grad``, ...) none. A node
 region while its statements cost at most the calls the program's structural steps could
 save (``admissible``, ``units``). The scalar form is chosen where it is cheaper
 at run time, and while the build time the program's scalar kernels add over the loops
-they replace (``BUILD_*_US`` per statement, per element read or written and, as LLVM IR,
-per member node, against
+they replace (``BUILD_*_US`` per statement and per element read or written, against
 ``BUILD_UNIT_US`` per loop kernel or step) fits together in a budget that grows with
 the program (``BUILD_BASE_US`` and ``BUILD_PER_NODE_US`` per node; the regions saving
 the most run time per build second first): a kernel may grow with the program it comes
@@ -33,7 +32,7 @@ constants, superlinear in its elements). All constants live in ``settings.py``.
 (100, 100, 100, 1, 101, True)
 >>> print(e.text().replace("; ", ";" + chr(10)))
 scalar ~1.1 us (100 statements) vs loops ~102 us (1 kernel, 101 steps);
-build ~0.051 s (200 elements read or written) vs ~5.1 s
+build ~0.063 s (200 elements read or written) vs ~5.1 s
 >>> within_budget([e], budget_us(g)), budget_us(g) / 1e6
 ([True], 4.02)
 """
@@ -189,7 +188,6 @@ class Estimate:
     steps: int
     ir: bool = True     # float64 and bool values: the kernel is written as LLVM IR
     scatters: tuple = (0, 0)  # (steps, elements): getitem_grads fed by its outputs
-    nodes: int = 0      # members: the graph work of each (element rules, structure)
 
 
     @property
@@ -212,13 +210,12 @@ class Estimate:
 
     @property
     def build_us(self) -> float:
-        """Microseconds to build the scalar kernel: its statements, element lines and (as
-        LLVM IR, linear) member nodes; through numba's front end for other dtypes,
-        superlinear."""
+        """Microseconds to build the scalar kernel: its statements and element lines (as
+        LLVM IR, linear; through numba's front end for other dtypes, superlinear)."""
         elements = self.reads + self.writes
         if self.ir:
             return settings.BUILD_IR_STATEMENT_US * self.statements + \
-                settings.BUILD_IR_ELEMENT_US * elements + settings.BUILD_IR_NODE_US * self.nodes
+                settings.BUILD_IR_ELEMENT_US * elements
         return settings.BUILD_STATEMENT_US * self.statements + elements * (
             settings.BUILD_ELEMENT_US + settings.BUILD_ELEMENT_SQ_US * elements)
 
@@ -308,4 +305,4 @@ def estimate(members: list, graph: FoldedGraph, found: Optional[dict] = None) ->
     kernels = len({_loop_shape(m) for m in members if not splits(m)})
     reads, writes, scatters = _io(members, graph)
     return Estimate(sum(statements(m, found) for m in members), reads, writes, kernels, steps,
-                    _ir(members), scatters, len(members))
+                    _ir(members), scatters)

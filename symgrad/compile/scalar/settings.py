@@ -11,12 +11,9 @@ of one op in a fused loop (vector code). ``BUILD_IR_STATEMENT_US`` and
 ``BUILD_IR_ELEMENT_US``: building one statement, and one element the kernel reads or
 writes, of a kernel written whole as LLVM IR (float64 and bool values, ``source.NATIVE``):
 the element rules, the IR text and LLVM, linear in the kernel (measured cold on a loaded
-2-core machine: ~0.13 ms per statement of a chain of 1,600 to 25,600 statements; ~25 us
-per element of a mass-action Jacobian written with index arrays, 10,000 to 40,000
-elements written by 22 nodes). ``BUILD_IR_NODE_US``: the graph work of one member node
-(its element rule's call, the structure pass; 0.3-0.6 ms per entry of ``x[i] * x[i + 1]``
-stacked over 400 to 6,400 entries: one statement, one element read and one written, about
-two nodes). A kernel numba compiles (float32 or integer values):
+2-core machine, with the graph work of the nodes that emit them: ~0.13 ms per statement of
+a chain of 1,600 to 25,600 statements, 0.3-0.6 ms per entry of ``x[i] * x[i + 1]`` stacked
+over 400 to 6,400 entries: one statement, one element read and one written). A kernel numba compiles (float32 or integer values):
 ``BUILD_STATEMENT_US`` per statement (an LLVM IR body's) and ``BUILD_ELEMENT_US`` +
 ``BUILD_ELEMENT_SQ_US`` per element of the kernel: one element a kernel reads or writes
 (numba's front end types each line, and the time per line grows with the function:
@@ -43,8 +40,7 @@ DISPATCH_NS = 1000.0
 STATEMENT_NS = 1.0
 ELEMENT_NS = 0.25
 BUILD_IR_STATEMENT_US = 130.0
-BUILD_IR_ELEMENT_US = 40.0
-BUILD_IR_NODE_US = 150.0
+BUILD_IR_ELEMENT_US = 250.0
 BUILD_STATEMENT_US = 200.0
 BUILD_ELEMENT_US = 1200.0
 BUILD_ELEMENT_SQ_US = 4.6
@@ -59,7 +55,7 @@ ENABLED = True
 
 NAMES = ("ENABLED", "SCALAR_ELEMENTS", "MIN_STEPS", "DISPATCH_NS", "STATEMENT_NS",
          "ELEMENT_NS", "BUILD_STATEMENT_US", "BUILD_ELEMENT_US", "BUILD_ELEMENT_SQ_US",
-         "BUILD_IR_STATEMENT_US", "BUILD_IR_ELEMENT_US", "BUILD_IR_NODE_US", "BUILD_UNIT_US", "BUILD_BASE_US",
+         "BUILD_IR_STATEMENT_US", "BUILD_IR_ELEMENT_US", "BUILD_UNIT_US", "BUILD_BASE_US",
          "BUILD_PER_NODE_US", "SCATTER_CALLS", "MAX_TERMS")
 """Every setting the choice depends on (the warm key reads them, ``cache/warm.py``)."""
 
