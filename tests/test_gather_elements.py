@@ -191,21 +191,3 @@ def test_scatter_add_keeps_numpy_order():
     assert set(first.args) == {g[0], g[2]}
     assert set(second.args) == {first.symbol, g[3]} and out[1] is second.symbol
 
-
-def test_a_larger_index_program_stays_one_kernel_by_the_cost_model():
-    """A 100-species network written with index arrays: 22 nodes writing a 100 x 100
-    Jacobian (each element's build is IR work, the graph work is per node: with 250 us an
-    element it was over the program's budget, and 510 us a call in steps)."""
-    rng = np.random.default_rng(0)
-    a, b, c, d = (rng.integers(0, 100, 200) for _ in range(4))
-    k = rng.uniform(0.1, 2.0, 200)
-    x = sg.placeholder("x", (100,))
-    rates = k * x[a] * x[b]
-    rhs = sg.unsorted_segment_sum(sg.concat([-rates, -rates, rates, rates], 0),
-                                  np.concatenate([a, b, c, d]), 100)
-    outs = [rhs, sg.jacobian(rhs, x)]
-    f = sg.function([x], outs)
-    assert _steps(f) == [] and "0 kernels" in f.explain(), f.explain()
-    xv = np.linspace(0.5, 1.5, 100)
-    for g, w in zip(f(xv), _loop_path([x], outs, [xv])):
-        _close(g, w)
