@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.compile.loops import fused, fused_while
-from symgrad.graph.traversal import topological_order
+from symgrad.compile.loops import fused_while
+from symgrad.control.records import WHILE
+from tests.helpers import (forget_loop_results, fused_matches_python_loop, fused_states,
+                           loop_nodes)
 
 
 @pytest.fixture(autouse=True)
@@ -17,48 +19,19 @@ def _fuse_at_once(monkeypatch):
 
 
 def _loops(outputs) -> list:
-    return [n for n in topological_order(outputs) if n.op.name == "while_loop"]
+    return loop_nodes(outputs, WHILE)
 
 
-def _states(outputs, target="cpu") -> list:
-    """The FusedWhile of every while node's body (after a call)."""
-    out = []
-    for n in _loops(outputs):
-        run = n.attrs["body"].compiled[target]
-        held = getattr(run.function_, "fused_while_", None)
-        out.append(held and held[1])
-    return out
+def _states(outputs) -> list:
+    return fused_states(outputs, WHILE)
 
 
 def _forget(outputs):
-    for n in _loops(outputs):
-        n.attrs["body"]._memo = None
-
-
-def _python_loop(f, outputs, args):
-    _forget(outputs)
-    fused.ENABLED = False
-    try:
-        return f(*args)
-    finally:
-        fused.ENABLED = True
-        _forget(outputs)
+    forget_loop_results(outputs, WHILE)
 
 
 def _check(inputs, outputs, args, fused_expected=True):
-    f = sg.function(inputs, outputs)
-    got = f(*args)
-    states = _states(outputs)
-    assert states, "no while loop in the graph"
-    if fused_expected:
-        assert all(s is not None and s.loop is not None for s in states), states
-    slow = _python_loop(f, outputs, args)
-    want = sg.evaluate(outputs, dict(zip(inputs, args)))
-    for a, b, c in zip(got, slow, want):
-        assert a.shape == b.shape == np.shape(c) and a.dtype == b.dtype
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-14)
-    return f, got, states
+    return fused_matches_python_loop(inputs, outputs, args, WHILE, fused_expected)
 
 
 def _halving(limit=None):
