@@ -20,16 +20,14 @@ A warm build reads neither plan: the loop module's key is kept beside the body's
 
 from __future__ import annotations
 
-import hashlib
 from typing import Optional
 
 import numpy as np
 
 from numba.core.errors import NumbaError
 
-from ..cache import warm
-from ..cache.modules import load_or_build
 from .fused import _copy
+from .loop_module import build, recall, remember
 from .njit_driver import driver_function
 
 __all__ = ["FusedWhile", "fused_while", "run_fused_while", "compile_now"]
@@ -124,15 +122,10 @@ def _make(body, cond, fb, fc, n_vars: int, n_body_caps: int,
     spec = (_spec(body.inputs[:n_vars]), _spec(body.captures), _spec(cond.captures))
     made = lambda loop: FusedWhile(loop, "", *spec)   # noqa: E731
     parts = f"{fb.key}|{fc.key}|{n_vars}|{spec!r}" if fb.key and fc.key else None
-    known = warm.recall("fused while", parts) if parts else None
-    if known is not None:         # a warm build: the loop module without the plans
-        try:
-            loop_module, _, _ = load_or_build(known["loop"], _not_cached)
-        except Exception:  # noqa: BLE001 - not in the cache (or not verified): build it
-            pass
-        else:
-            loop_module.BODY_FUNCTIONS_ = (fb, fc)
-            return made(loop_module.loop_)
+    loop_module, _ = recall("fused while", parts)
+    if loop_module is not None:   # a warm build: the loop module without the plans
+        loop_module.BODY_FUNCTIONS_ = (fb, fc)
+        return made(loop_module.loop_)
     if not build_new:
         return None
     texts = []
@@ -151,19 +144,13 @@ def _make(body, cond, fb, fc, n_vars: int, n_body_caps: int,
     text = _source(fb.module.__name__, fc.module.__name__, texts[0][0], texts[1][0],
                    texts[0][1], texts[1][1], spec[0], len(body.captures),
                    len(cond.captures))
-    key = hashlib.sha256(("fused while loop\n" + text).encode()).hexdigest()
     try:
-        loop_module, _, _ = load_or_build(key, lambda: text)
+        loop_module, key = build("fused while", text)
     except Exception as exc:                     # noqa: BLE001 (the Python loop still runs)
         return FusedWhile(reason=f"the loop module did not load ({type(exc).__name__})")
     loop_module.BODY_FUNCTIONS_ = (fb, fc)  # the bodies' modules stay loaded with the loop
-    if parts:
-        warm.remember("fused while", parts, {"loop": key})
+    remember("fused while", parts, {"loop": key})
     return made(loop_module.loop_)
-
-
-def _not_cached() -> str:
-    raise LookupError("the fused loop's module is not in the cache")
 
 
 def _take(values, spec) -> Optional[list]:
