@@ -24,6 +24,16 @@ bound from the module, so two drivers share one loop module. A numba error when 
 compiles, or any exception while it runs (a singular matrix), hands the loop back to the
 Python loop, which raises the error symgrad names.
 
+Known debt: this re-reads symgrad's own driver text with regexes. The right source is the
+plan, through the printer that wrote the driver (``cpu/driver.py``'s ``ModuleWriter``):
+an njit-mode writer in ``cpu/`` (serial launches only, no argument checks, try block,
+workspace or libm retry; structural steps from a table keyed by op record; the return a
+tuple of copies) driven by the body's compiled function (a method of
+``CompiledFunction``, so ``loops/`` imports nothing above it), which re-lowers its plan's
+kernels and scalar regions (about 0.03 s for sg.odeint's dopri5 body, against ~2 s of
+numba compile for the fused loop) and must reproduce this module's text and reasons
+exactly, so the loop modules' cache keys stay the same.
+
 >>> text = '''def run(*args, **kwargs):
 ...     try:
 ...         v0, v1 = args
