@@ -1,8 +1,9 @@
 """An ``sg.while_loop`` whose cond and body drivers run under numba is one njit loop.
 
 ``cpu.while_step`` compiles the cond and the body with ``sg.function`` (their numba
-compile deferred). Where each driver is made only of what numba runs (``njit_driver``:
-static buffers, serial loop kernels, scalar kernels, views, ``sg.linalg.solve``), the loop
+compile deferred). Where each driver is made only of what numba runs (static buffers,
+serial loop kernels, scalar kernels, views, ``sg.linalg.solve``: each compiled function
+writes its driver's njit form from its plan, ``cpu/njit_driver.py``), the loop
 module (text: ``c<j>`` loop variables, ``p<j>`` body captures, ``q<j>`` cond captures,
 ``h<j>`` the carry history) holds both drivers as njit functions and ``loop_``, which runs
 ``while n < maximum_iterations and cond(c): h[n] = c; c = body(c)`` in one njit call:
@@ -28,7 +29,6 @@ from numba.core.errors import NumbaError
 
 from .fused import _copy
 from .loop_module import build, recall, remember
-from .njit_driver import driver_function
 
 __all__ = ["FusedWhile", "fused_while", "run_fused_while", "compile_now"]
 
@@ -130,14 +130,10 @@ def _make(body, cond, fb, fc, n_vars: int, n_body_caps: int,
         return None
     texts = []
     for f, name, prefix in ((fb, "body_", "b"), (fc, "cond_", "q")):
-        source = getattr(f.module, "__symgrad_source__", None)
-        if source is None:
-            return FusedWhile(reason="the body's module has no source")
         try:
-            nodes = {n.index: n for n in f.plan.graph.order}
+            text, names, why = f.njit_driver(name, prefix)     # from its plan
         except Exception as exc:                 # noqa: BLE001 (a plan we cannot read)
             return FusedWhile(reason=f"the body's plan cannot be read ({type(exc).__name__})")
-        text, names, why = driver_function(source, name, prefix, nodes.get)
         if text is None:
             return FusedWhile(reason=f"{'cond' if prefix == 'q' else 'body'}: {why}")
         texts.append((text, names))
