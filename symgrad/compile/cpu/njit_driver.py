@@ -20,9 +20,9 @@ body from one njit loop (``loops/fused_while.py``). It writes:
 
 It writes nothing where the body needs what numba does not run as the driver does: a
 parallel launch, a libm retry, a loop nest, a buffer reused from a dead value or kept
-between calls, a broadcast input, a matmul or any other structural step; ``why`` then
-says which. Names of the body's module (kernels, constants ``C<n>``) are prefixed
-(``prefix``) and bound from the module, so two drivers share one loop module.
+between calls (a workspace), a broadcast input, a matmul or any other structural step;
+``why`` then says which. Names of the body's module (kernels, constants ``C<n>``) are
+prefixed (``prefix``) and bound from the module, so two drivers share one loop module.
 
 >>> import numpy as np, symgrad as sg
 >>> x = sg.placeholder("x", shape=(3,))
@@ -105,7 +105,6 @@ class NjitDriverWriter(ModuleWriter):
         super().__init__(plan, lowered, target, "", math, scalars)
         self.prefix = prefix
         self.names: list = []
-        self.workspace = None              # fresh buffers: nothing is kept between calls
 
     def bound(self, name: str) -> str:
         """``name`` of the body's module, prefixed (and bound into the loop module)."""
@@ -161,12 +160,21 @@ class NjitDriverWriter(ModuleWriter):
         names = [f"o{i}_{j}" for j, acc in enumerate(outs) if acc.is_param]
         self.emit(f"{self.bound(f'_k{i}_cpu')}({', '.join(dims + args + names)})", depth)
 
+    def alloc(self, k: Kernel, j: int, fill: str, shape: str, node) -> str:
+        line = super().alloc(k, j, fill, shape, node)
+        if line.startswith("ws_."):
+            raise Refused(f"kernel {k.index} keeps a buffer between calls (a workspace)")
+        return line
+
     def step(self, step: Step) -> None:
         node = step.node
         scalar = self.scalars.get(id(node))
         if scalar is not None:
             self.bound(f"_s{node.index}")
         ins = [self.value_of(i) for i in node.inputs]
+        if self.workspace is not None and self.workspace.step(step, ins, self.parallel):
+            raise Refused(f"step v{node.index} writes into a buffer kept between calls "
+                          "(a workspace)")
         if scalar is not None:
             elements = _elements(scalar.text, f"_s{node.index}")
             if elements > MAX_SCALAR_LINES:
