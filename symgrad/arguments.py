@@ -1,8 +1,11 @@
-"""Argument rules shared by ``sg.gradients`` and ``GradientTape.gradient``: the
-unconnected-gradients policy and the checks of grad_ys / output_gradients.
+"""Argument rules shared by ``sg.gradients``, ``GradientTape.gradient`` and ``sg.jvp``:
+the unconnected-gradients policy, the conversion and checks of grad_ys /
+output_gradients / tangents.
 
 >>> unconnected_policy("zero", "sg.gradients")
 <UnconnectedGradients.ZERO: 'zero'>
+>>> array_of([1, 2], np.float32, "sg.gradients", "grad_ys[0]").dtype
+dtype('float32')
 """
 
 from __future__ import annotations
@@ -33,6 +36,16 @@ def unconnected_policy(value: Any, api: str) -> UnconnectedGradients:
             return member
     raise ValueError(f"{api}: Unknown value for unconnected_gradients: {value!r}; "
                      "use 'none', 'zero', 'raise' or sg.UnconnectedGradients")
+
+
+def array_of(value: Any, dtype: Any, api: str, what: str) -> np.ndarray:
+    """``value`` (a number, a list) as an array of ``dtype``, or a TypeError naming
+    ``api`` and ``what`` (``"grad_ys[0]"``)."""
+    try:
+        return np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{api}: {what} cannot be converted to {np.dtype(dtype).name}: "
+                        f"{exc}") from exc
 
 
 def check_seed(api: str, seed: str, target: str, seed_dtype: np.dtype, seed_shape: tuple,

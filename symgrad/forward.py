@@ -31,7 +31,7 @@ from typing import Any, Optional
 import numpy as np
 import sympy as sp
 
-from .arguments import UnconnectedGradients, unconnected_policy
+from .arguments import UnconnectedGradients, array_of, unconnected_policy
 from .differentiate import gradients
 from .differentiate.control import PREVENT_GRADIENT, disabled_message
 from .differentiate.partials import has_float_path, local_partial
@@ -72,11 +72,7 @@ def _tangent(api: str, x: Any, k: int, value: Any) -> Tensor:
         if tangent.dtype != x.dtype:
             tangent = F.cast(tangent, x.dtype)
     else:
-        try:
-            tangent = constant(np.asarray(value, dtype=x.dtype))
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{api}: tangents[{k}] cannot be converted to {x.dtype.name}: "
-                            f"{exc}") from exc
+        tangent = constant(array_of(value, x.dtype, api, f"tangents[{k}]"))
     if not tangent_shape_ok(tuple(tangent.shape), tuple(x.shape)):
         raise ShapeError(f"{api}: tangents[{k}] has shape {format_shape(tangent.shape)} but "
                          f"xs[{k}] '{x.name}' has shape {format_shape(x.shape)}; a tangent "

@@ -116,3 +116,69 @@ def interface_of(device_array) -> dict:
     desc = device_array._ary.__array_interface__
     return {"shape": desc["shape"], "typestr": desc["typestr"], "data": desc["data"],
             "strides": desc.get("strides"), "version": 3}
+
+
+# --- fused loops: the compiled function beside its Python loop and sg.evaluate ----------------
+
+def loop_nodes(outputs: list, record) -> list:
+    """The nodes of ``record`` (``symgrad.control.records.SCAN`` or ``WHILE``) under
+    ``outputs``."""
+    from symgrad.graph.traversal import topological_order
+    return [n for n in topological_order(outputs) if n.op is record]
+
+
+def loop_bodies(outputs: list, record) -> dict:
+    """{id: body} of every ``record`` node's body (a loop's outputs share one body)."""
+    return {id(n.attrs["body"]): n.attrs["body"] for n in loop_nodes(outputs, record)}
+
+
+def fused_states(outputs: list, record, target: str = "cpu") -> list:
+    """The fused state (``FusedScan`` or ``FusedWhile``) of every ``record`` node's body
+    after a call; None: never tried."""
+    from symgrad.control.records import SCAN
+    held_as = "fused_scan_" if record is SCAN else "fused_while_"
+    out = []
+    for n in loop_nodes(outputs, record):
+        held = getattr(n.attrs["body"].compiled[target].function_, held_as, None)
+        out.append(held and held[1])
+    return out
+
+
+def forget_loop_results(outputs: list, record) -> None:
+    """Clear the memo of every ``record`` body (a loop's results are not reused)."""
+    for body in loop_bodies(outputs, record).values():
+        body._memo = None
+
+
+def python_loop(f, outputs: list, args, record) -> list:
+    """``f(*args)`` on the Python loop (fused loops off; loop results not reused)."""
+    from symgrad.compile.loops import fused
+    forget_loop_results(outputs, record)
+    fused.ENABLED = False
+    try:
+        return f(*args)
+    finally:
+        fused.ENABLED = True
+        forget_loop_results(outputs, record)
+
+
+def fused_matches_python_loop(inputs: list, outputs: list, args, record,
+                              fused_expected: bool = True) -> tuple:
+    """``sg.function(inputs, outputs)(*args)`` (the loops of ``record`` fused when
+    ``fused_expected``) equals the same function on its Python loop and ``sg.evaluate``
+    (shapes, dtypes, values to 1e-12). Returns (the function, its results, the fused
+    states)."""
+    f = sg.function(inputs, outputs)
+    got = f(*args)
+    states = fused_states(outputs, record)
+    assert states, f"no {record.name} in the graph"
+    if fused_expected:
+        assert all(s is not None and s.loop is not None for s in states), states
+    slow = python_loop(f, outputs, args, record)
+    want = sg.evaluate(outputs, dict(zip(inputs, args)))
+    assert len(got) == len(slow) == len(want)
+    for a, b, c in zip(got, slow, want):
+        assert a.shape == b.shape == np.shape(c) and a.dtype == b.dtype
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-14)
+    return f, got, states

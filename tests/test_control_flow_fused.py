@@ -6,7 +6,8 @@ import pytest
 
 import symgrad as sg
 from symgrad.compile.loops import fused
-from symgrad.graph.traversal import topological_order
+from symgrad.control.records import SCAN
+from tests.helpers import fused_matches_python_loop, fused_states, loop_nodes, python_loop
 
 H = 0.01
 P = np.array([1.0, 0.5, 1.0, 0.3])
@@ -26,45 +27,19 @@ def _rk4(p, u, h=H):
 
 
 def _loops(outputs) -> list:
-    return [n for n in topological_order(outputs) if n.op.name == "scan"]
+    return loop_nodes(outputs, SCAN)
 
 
-def _states(outputs, target="cpu") -> list:
-    """The FusedScan of every scan node's body (after a call; None: never tried)."""
-    out = []
-    for n in _loops(outputs):
-        run = n.attrs["body"].compiled[target]
-        held = getattr(run.function_, "fused_scan_", None)
-        out.append(held and held[1])
-    return out
+def _states(outputs) -> list:
+    return fused_states(outputs, SCAN)
 
 
 def _python_loop(f, outputs, args):
-    """f(*args) on the Python loop (fused off; loop results not reused)."""
-    for n in _loops(outputs):
-        n.attrs["body"]._memo = None
-    fused.ENABLED = False
-    try:
-        return f(*args)
-    finally:
-        fused.ENABLED = True
-        for n in _loops(outputs):
-            n.attrs["body"]._memo = None
+    return python_loop(f, outputs, args, SCAN)
 
 
 def _check(inputs, outputs, args, fused_expected=True):
-    f = sg.function(inputs, outputs)
-    got = f(*args)
-    states = _states(outputs)
-    assert states, "no scan in the graph"
-    if fused_expected:
-        assert all(s is not None and s.loop is not None for s in states), states
-    slow = _python_loop(f, outputs, args)
-    want = sg.evaluate(outputs, dict(zip(inputs, args)))
-    for a, b, c in zip(got, slow, want):
-        assert a.shape == b.shape == np.shape(c) and a.dtype == b.dtype
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-14)
+    _, got, states = fused_matches_python_loop(inputs, outputs, args, SCAN, fused_expected)
     return got, states
 
 

@@ -161,6 +161,23 @@ def test_grad_ys_dtype_mismatch_is_a_type_error():
         sg.gradients(sg.sin(x), x, grad_ys=[np.ones(2, np.float32)])
 
 
+def test_a_seed_or_tangent_that_is_not_a_number_names_the_api_and_the_entry():
+    """grad_ys, output_gradients and tangents share one conversion (arguments.array_of)."""
+    x = sg.placeholder("x", shape=(2,))
+    with pytest.raises(TypeError, match=r"^sg\.gradients: grad_ys\[0\] cannot be converted "
+                                        r"to float64"):
+        sg.gradients(sg.sin(x), x, grad_ys=[["a", "b"]])
+    with pytest.raises(TypeError, match=r"^sg\.jvp: tangents\[0\] cannot be converted to "
+                                        r"float64"):
+        sg.jvp([x * 2.0], [x], [["a", "b"]])
+    v = sg.Variable(np.ones(2))
+    with sg.GradientTape() as tape:
+        y = v * 3.0
+    with pytest.raises(TypeError, match=r"^GradientTape\.gradient: output_gradients\[0\] "
+                                        r"cannot be converted to float64"):
+        tape.gradient(y, v, output_gradients=[["a", "b"]])
+
+
 def test_grad_ys_length_mismatch():
     x = sg.placeholder("x", shape=(2,))
     with pytest.raises(ValueError, match="grad_ys has 2 entries but ys has 1"):

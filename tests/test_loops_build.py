@@ -9,7 +9,8 @@ import pytest
 import symgrad as sg
 from symgrad.compile.cpu.native_kernels import kernels as native_kernels
 from symgrad.compile.loops import fused
-from symgrad.graph.traversal import topological_order
+from symgrad.control.records import SCAN
+from tests.helpers import fused_matches_python_loop, loop_bodies, python_loop
 
 H = 0.01
 P = np.array([1.0, 0.5, 1.0, 0.3])
@@ -26,25 +27,12 @@ def _euler(p, u, n):
     return u
 
 
-def _scans(outputs) -> list:
-    return [n for n in topological_order(outputs) if n.op.name == "scan"]
-
-
 def _bodies(outputs) -> dict:
-    """{id: body} of every scan node's body (a loop's outputs share one body)."""
-    return {id(n.attrs["body"]): n.attrs["body"] for n in _scans(outputs)}
+    return loop_bodies(outputs, SCAN)
 
 
 def _python_loop(f, outputs, args):
-    for body in _bodies(outputs).values():
-        body._memo = None
-    fused.ENABLED = False
-    try:
-        return f(*args)
-    finally:
-        fused.ENABLED = True
-        for body in _bodies(outputs).values():
-            body._memo = None
+    return python_loop(f, outputs, args, SCAN)
 
 
 def _places(f) -> list:
@@ -52,15 +40,9 @@ def _places(f) -> list:
 
 
 def _check(inputs, outputs, args):
-    f = sg.function(inputs, outputs)
-    got = f(*args)
-    slow = _python_loop(f, outputs, args)
-    want = sg.evaluate(outputs, dict(zip(inputs, args)))
-    for a, b, c in zip(got, slow, want):
-        assert a.shape == b.shape == np.shape(c) and a.dtype == b.dtype
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-14)
-    return f
+    """The compiled function (whether its loops fuse or not) equals its Python loop and
+    sg.evaluate (the tests ask ``_places`` where a loop runs)."""
+    return fused_matches_python_loop(inputs, outputs, args, SCAN, fused_expected=False)[0]
 
 
 @pytest.mark.parametrize("view", ["u[0]", "u[1:]", "u[::-1]", "u[None]"])

@@ -228,6 +228,12 @@ def test_argument_errors():
         sg.root(lambda x: sg.stack([x, x]), 1.0)
     with pytest.raises(EagerMixError, match="roots are graph ops"):
         sg.root(lambda x: x - 1.0, sg.Variable(1.0))
+    with pytest.raises(sg.DTypeError, match=r"^sg\.root: the initial guess .*no pytrees"):
+        sg.root(lambda x: x - 1.0, [[1.0, 2.0], [3.0]])            # ragged: not one array
+    with pytest.raises(sg.DTypeError, match=r"^sg\.custom_root: the initial guess has dtype "
+                                            r"complex128"):
+        sg.custom_root(lambda x: x, 1j, lambda f, x: x, lambda g, y: y)
+    assert sg.root(lambda x: x - 1.0, np.float32(0.5)).dtype == np.float64   # as before
 
 
 def test_a_computed_capture_and_forward_mode():

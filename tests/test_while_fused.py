@@ -6,8 +6,11 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.compile.loops import fused, fused_while
-from symgrad.graph.traversal import topological_order
+from symgrad.compile.loops import fused_while
+from symgrad.compile.runtime.compiled import CompiledFunction
+from symgrad.control.records import WHILE
+from tests.helpers import (forget_loop_results, fused_matches_python_loop, fused_states,
+                           loop_nodes)
 
 
 @pytest.fixture(autouse=True)
@@ -17,48 +20,19 @@ def _fuse_at_once(monkeypatch):
 
 
 def _loops(outputs) -> list:
-    return [n for n in topological_order(outputs) if n.op.name == "while_loop"]
+    return loop_nodes(outputs, WHILE)
 
 
-def _states(outputs, target="cpu") -> list:
-    """The FusedWhile of every while node's body (after a call)."""
-    out = []
-    for n in _loops(outputs):
-        run = n.attrs["body"].compiled[target]
-        held = getattr(run.function_, "fused_while_", None)
-        out.append(held and held[1])
-    return out
+def _states(outputs) -> list:
+    return fused_states(outputs, WHILE)
 
 
 def _forget(outputs):
-    for n in _loops(outputs):
-        n.attrs["body"]._memo = None
-
-
-def _python_loop(f, outputs, args):
-    _forget(outputs)
-    fused.ENABLED = False
-    try:
-        return f(*args)
-    finally:
-        fused.ENABLED = True
-        _forget(outputs)
+    forget_loop_results(outputs, WHILE)
 
 
 def _check(inputs, outputs, args, fused_expected=True):
-    f = sg.function(inputs, outputs)
-    got = f(*args)
-    states = _states(outputs)
-    assert states, "no while loop in the graph"
-    if fused_expected:
-        assert all(s is not None and s.loop is not None for s in states), states
-    slow = _python_loop(f, outputs, args)
-    want = sg.evaluate(outputs, dict(zip(inputs, args)))
-    for a, b, c in zip(got, slow, want):
-        assert a.shape == b.shape == np.shape(c) and a.dtype == b.dtype
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-14)
-    return f, got, states
+    return fused_matches_python_loop(inputs, outputs, args, WHILE, fused_expected)
 
 
 def _halving(limit=None):
@@ -149,7 +123,7 @@ def test_warm_build_loads_the_loop_without_reading_the_drivers(monkeypatch):
 
     def no_driver(*a, **k):
         raise AssertionError("a warm build read the body's driver")
-    monkeypatch.setattr(fused_while, "driver_function", no_driver)
+    monkeypatch.setattr(CompiledFunction, "njit_driver", no_driver)
     _forget(outputs)
     got = sg.function(inputs, outputs)(*args)
     assert _states(outputs)[0].loop is not None
@@ -173,3 +147,22 @@ def test_a_build_does_not_fuse_the_loop_pays_first(monkeypatch):
     assert all(s is not None and s.loop is not None for s in _states(outputs))
     for a, b in zip(first, second):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_parallel_target_fuses_a_body_of_small_kernels_and_says_why_not_a_large_one():
+    """The njit driver is written from the plan: a kernel the parallel target runs
+    serially (below PARALLEL_THRESHOLD elements) is called in the fused loop; a parallel
+    launch is not, and the reason names the kernel."""
+    inputs, outputs = _halving()
+    args = (np.array([8.0, -3.0, 1.0]), np.array([0.1, 0.2, 0.3]), 1e-9)
+    f = sg.function(inputs, outputs, target="parallel")
+    got = f(*args)
+    states = fused_states(outputs, WHILE, target="parallel")
+    assert states and all(s is not None and s.loop is not None for s in states), states
+    for a, b in zip(got, sg.evaluate(outputs, dict(zip(inputs, args)))):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    big = sg.placeholder("big", shape=(256, 256))
+    _, y = sg.while_loop(lambda i, y: i < 2, lambda i, y: (i + 1, 0.5 * y + 1.0), [0, big])
+    sg.function([big], [y], target="parallel")(np.ones((256, 256)))
+    (state,) = fused_states([y], WHILE, target="parallel")
+    assert state.loop is None and "runs in parallel (65536 elements)" in state.reason, state

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..arguments import UnconnectedGradients, check_seed, unconnected_policy
+from ..arguments import UnconnectedGradients, array_of, check_seed, unconnected_policy
 from ..errors import UnconnectedGradientError
 from ..graph.naming import name_scope
 from ..graph.tensor import Tensor, describe
@@ -50,11 +50,7 @@ def _seed(y: Tensor, k: int, grad_y: Any) -> Tensor:
     elif isinstance(grad_y, np.ndarray) or isinstance(grad_y, np.generic):
         seed = constant(grad_y)
     else:
-        try:
-            seed = constant(np.asarray(grad_y, dtype=y.dtype))
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"sg.gradients: grad_ys[{k}] cannot be converted to "
-                            f"{y.dtype.name}: {exc}") from exc
+        seed = constant(array_of(grad_y, y.dtype, "sg.gradients", f"grad_ys[{k}]"))
     check_seed("sg.gradients", f"grad_ys[{k}]", f"ys[{k}] {describe(y)}", seed.dtype,
                seed.shape, y.dtype, y.shape)
     return seed

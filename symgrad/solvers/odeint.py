@@ -26,11 +26,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import DTypeError, EagerMixError, ShapeError
+from ..errors import DTypeError, ShapeError
 from ..graph.tensor import Tensor
 from ..ops.functions import F
 from ..ops.sources import constant
-from ..shapes import is_fully_known
+from .check import as_array, not_eager, static_float
 from .odeint_grad import API, solve
 
 __all__ = ["odeint"]
@@ -39,50 +39,17 @@ METHODS = {"dopri5": "dopri5", "bdf": "rodas4", "radau": "rodas4", "rodas4": "ro
 
 
 # --- the public function ----------------------------------------------------------------
+_GRAPH_OP = "odeint is a graph op"
+_ARGS_HINT = " (args as separate arguments)"
+
+
 def _as_float(value: Any, what: str, dtype=None) -> Tensor:
-    if isinstance(value, Tensor):
-        tensor = value
-    else:
-        from ..tape.eager import EAGER_TYPES
-        if isinstance(value, EAGER_TYPES):
-            raise EagerMixError(f"{API}: {what} is an eager value ({type(value).__name__}); "
-                                "odeint is a graph op: use placeholders (or sg.function) "
-                                "rather than sg.Variable")
-        array = _array(value, what)
-        if array.dtype.kind in "iub":
-            array = array.astype(float if dtype is None else dtype)
-        tensor = constant(array)
-    if tensor.dtype.kind != "f":
-        raise DTypeError(f"{API}: {what} has dtype {tensor.dtype.name}; expected a float "
-                         "tensor")
-    if not is_fully_known(tensor.shape):
-        raise ShapeError(f"{API}: {what} has shape {tensor.shape} with unknown dims; an ODE "
-                         "solve needs a static shape")
-    return tensor
+    return static_float(value, API, what, _GRAPH_OP, dtype, _ARGS_HINT)
 
 
 def _as_arg(value: Any, j: int) -> Tensor:
-    from ..tape.eager import EAGER_TYPES
-    if isinstance(value, EAGER_TYPES):
-        raise EagerMixError(f"{API}: args[{j}] is an eager value ({type(value).__name__}); "
-                            "odeint is a graph op: use placeholders (or sg.function)")
-    return constant(_array(value, f"args[{j}]"))
-
-
-def _array(value: Any, what: str) -> np.ndarray:
-    """``value`` as one numeric array, or a DTypeError naming sg.odeint and ``what`` (a
-    tuple of tensors, a dict, ragged lists, complex values: symgrad has no pytrees)."""
-    hint = ("; symgrad has no pytrees: pass one float array or tensor per argument (args "
-            "as separate arguments)")
-    try:
-        array = np.asarray(value)
-    except (ValueError, TypeError) as exc:
-        raise DTypeError(f"{API}: {what} is a {type(value).__name__} that is not one array "
-                         f"({exc}){hint}") from None
-    if array.dtype.kind not in "fiub":
-        raise DTypeError(f"{API}: {what} has dtype {array.dtype.name}; expected a float "
-                         f"tensor{hint if array.dtype.kind == 'O' else ''}")
-    return array
+    not_eager(value, API, f"args[{j}]", _GRAPH_OP)
+    return constant(as_array(value, API, f"args[{j}]", _ARGS_HINT))
 
 
 def _closed(f: Callable, y0: Tensor, args: tuple) -> Callable:

@@ -8,8 +8,11 @@ added to ``a``. At the end ``a`` is the gradient of ``y0`` and ``a_p`` of the pa
 ``p`` (the tensors ``f`` captures); ``t[i]`` gets ``g[i] . f(ys[i], t[i])`` and ``t[0]``
 gets ``-(a - g[0]) . f(y0, t0)``. The backward solves of all intervals run as ONE loop
 (``odeint_sweep.py``: the steps land on the output times, where y restarts and g is
-added); its derivatives are those of the per-interval form, where each backward solve is
-itself an ``odeint`` node (an adjoint of the adjoint gives second derivatives). Memory:
+added) through one ``odeint_sweep`` node, defined here: its derivatives are those of the
+per-interval form, where each backward solve is itself an ``odeint`` node (an adjoint of
+the adjoint gives second derivatives), so the node, the ``odeint`` node and the adjoint
+that builds both live in one module, above the loop (``odeint_sweep.py``) and the flat
+state helpers (``flat.py``), which import nothing of it. Memory:
 no steps are stored; cost: one backward solve of 2n + P unknowns. Why the continuous
 adjoint: the forward loop stores nothing and the gradient is as accurate as the
 tolerances, at the price of a re-integration of y backward, which is stable for
@@ -41,9 +44,10 @@ from ..ops.registry import apply
 from ..graph.tensor import Tensor
 from ..ops.functions import F
 from ..ops.sources import constant
-from . import odeint_sweep
+from .flat import cat, dot, flat, size, split
+from .odeint_sweep import check as sweep_check, sweep
 
-__all__ = ["vjp", "jvp", "solve", "Spec", "ODEINT"]
+__all__ = ["vjp", "jvp", "solve", "Spec", "ODEINT", "SWEEP"]
 
 API = "sg.odeint"
 
@@ -127,38 +131,11 @@ def solve(fun: Callable, y0: Tensor, t: Tensor, options: tuple,
 
 
 
-def _size(x: Tensor) -> int:
-    return int(np.prod(tuple(x.shape), dtype=int))
-
-
-def _flat(x: Tensor) -> Tensor:
-    return F.reshape(x, (_size(x),))
-
-
-def _split(z: Tensor, like: list) -> list:
-    """Slices of the flat ``z`` shaped like the tensors of ``like``, in order."""
-    parts, start = [], 0
-    for x in like:
-        n = _size(x)
-        parts.append(F.reshape(F.getitem(z, (slice(start, start + n),)), tuple(x.shape)))
-        start += n
-    return parts
-
-
-def _cat(parts: list) -> Tensor:
-    flats = [_flat(p) for p in parts]
-    return flats[0] if len(flats) == 1 else F.concat(flats, 0)
-
-
 def _f_at(spec, ys: Tensor, t: Tensor) -> Tensor:
     """``f(ys[i], t[i])`` for every i, stacked (a scan of f)."""
     _, values = scan(lambda c, x: (c, spec.fun(x[0], x[1])), constant(np.zeros(())),
                      [ys, t])
     return values
-
-
-def _dot(a: Tensor, b: Tensor) -> Tensor:
-    return F.reduce_sum(a * b)
 
 
 # --- reverse mode: the continuous adjoint ------------------------------------------------
@@ -171,7 +148,7 @@ def _adjoint(spec, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor, params: list,
     like = [y0, y0] + list(params)
 
     def augmented(z, s):
-        y, a = _split(z, like)[:2]
+        y, a = split(z, like)[:2]
         fy = fun(y, -s)
         # held: y, the parameters and the time s (a first step's time is computed from
         # the state, which reads the forward solve: differentiating through it would
@@ -179,42 +156,46 @@ def _adjoint(spec, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor, params: list,
         held = [y] + list(params) + ([s] if isinstance(s, Tensor) else [])
         grads = gradients(fy, [y] + list(params), grad_ys=a, stop_gradients=held,
                           unconnected_gradients="zero", name=None)
-        return _cat([-fy] + list(grads))
+        return cat([-fy] + list(grads))
 
     zeros_p = [F.zeros_like(p) for p in params]
     if n_t == 1:
         return g[0], F.zeros_like(t), zeros_p
     if one_loop:
-        acc = odeint_sweep.sweep(spec, augmented, g, ys, y0, t, params, _size)
-        a, *p_bars = _split(acc, [y0] + list(params))
+        z, steps, reached, end = sweep(spec, augmented, g, ys, y0, t, params)
+        n = size(y0)
+        out = apply(SWEEP, (z, steps, reached, end, g, ys, y0, t) + tuple(params),
+                    {"spec": spec, "skip": n})
+        acc = F.getitem(out, (slice(n, None),))
+        a, *p_bars = split(acc, [y0] + list(params))
         fs = _f_at(spec, ys, t)
         t_bars = F.reduce_sum(F.reshape(g * fs, (n_t, -1)), 1)
-        t0_bar = -_dot(a - F.getitem(g, (0,)), F.getitem(fs, (0,)))
+        t0_bar = -dot(a - F.getitem(g, (0,)), F.getitem(fs, (0,)))
         t_bar = F.concat([F.reshape(t0_bar, (1,)), F.getitem(t_bars, (slice(1, None),))], 0)
         return a, t_bar, p_bars
 
     def back(carry, x):
         a, acc = carry
         y_i, g_i, t_i, t_prev, g_prev = x
-        t_bar = _dot(g_i, fun(y_i, t_i))
-        z0 = _cat([y_i, a, acc]) if params else _cat([y_i, a])
+        t_bar = dot(g_i, fun(y_i, t_i))
+        z0 = cat([y_i, a, acc]) if params else cat([y_i, a])
         span = F.stack([-t_i, -t_prev])
         zs, _ = solve(augmented, z0, span, spec.options())
         z1 = F.getitem(zs, (1,))
-        parts = _split(z1, like)
+        parts = split(z1, like)
         a = parts[1] + g_prev
-        acc = _cat(parts[2:]) if params else acc
+        acc = cat(parts[2:]) if params else acc
         return (a, acc), t_bar
 
     last = slice(1, None)
     first = slice(None, -1)
-    acc0 = _cat(zeros_p) if params else constant(np.zeros((1,), y0.dtype))
+    acc0 = cat(zeros_p) if params else constant(np.zeros((1,), y0.dtype))
     xs = [F.getitem(ys, (last,)), F.getitem(g, (last,)), F.getitem(t, (last,)),
           F.getitem(t, (first,)), F.getitem(g, (first,))]
     (a, acc), t_bars = scan(back, (F.getitem(g, (n_t - 1,)), acc0), xs, reverse=True)
-    t0_bar = -_dot(a - F.getitem(g, (0,)), fun(y0, F.getitem(t, (0,))))
+    t0_bar = -dot(a - F.getitem(g, (0,)), fun(y0, F.getitem(t, (0,))))
     t_bar = F.concat([F.reshape(t0_bar, (1,)), t_bars], 0)
-    p_bars = _split(acc, params) if params else []
+    p_bars = split(acc, params) if params else []
     return a, t_bar, p_bars
 
 
@@ -238,6 +219,43 @@ def held_jvp(y: Tensor, xs: list, tangents: list) -> Tensor:
     return F.zeros_like(y) if out is None else out
 
 
+# --- the one backward loop's node: derivatives of the per-interval formulation ------------
+def _per_interval(spec, inputs: list) -> Tensor:
+    """``[a, a_p]`` by the per-interval formulation (``_adjoint(one_loop=False)``)."""
+    g, ys, y0, t, *params = inputs
+    a, _, p_bars = _adjoint(spec, g, ys, y0, t, params, one_loop=False)
+    return cat([a] + list(p_bars)) if params else a
+
+
+def _sweep_infer(z, steps, reached, end, *inputs, spec, skip):
+    return z.shape, z.dtype
+
+
+def _sweep_vjp(up, out, z, steps, reached, end, *inputs, spec, skip):
+    xs = list(inputs)
+    up = F.getitem(up, (slice(skip, None),))         # the backward y: not an output
+    grads = gradients(_per_interval(spec, xs), xs, grad_ys=up, stop_gradients=xs,
+                      unconnected_gradients="zero", name=None)
+    return (None, None, None, None) + tuple(grads)
+
+
+def _sweep_jvp(tangents, out, z, steps, reached, end, *inputs, spec, skip):
+    dots = tangents[4:]
+    if all(d is None for d in dots):
+        return None
+    xs = list(inputs)
+    tangent = held_jvp(_per_interval(spec, xs), xs,
+                       [F.zeros_like(x) if d is None else d for x, d in zip(xs, dots)])
+    return F.concat([constant(np.zeros((skip,), dtype=tangent.dtype)), tangent], 0)
+
+
+SWEEP = OpDef("odeint_sweep", "structural", numpy=sweep_check, infer=_sweep_infer,
+              vjp=_sweep_vjp, public=False, doc="the continuous adjoint of sg.odeint's "
+              "dopri5 solve in one backward loop (checked); its derivatives are the "
+              "per-interval adjoint's")
+JVP_RULES[SWEEP] = _sweep_jvp
+
+
 # --- forward sensitivities ---------------------------------------------------------------
 def sensitivities(spec, y0: Tensor, t: Tensor, params: list, s0: Tensor,
                   p_dots: list) -> Tensor:
@@ -247,7 +265,7 @@ def sensitivities(spec, y0: Tensor, t: Tensor, params: list, s0: Tensor,
     fun, m = spec.fun, int(s0.shape[0])
     moved = [(p, d) for p, d in zip(params, p_dots) if d is not None]
     shape = tuple(y0.shape)
-    n = _size(y0)
+    n = size(y0)
 
     def augmented(z, tt):
         y = F.reshape(F.getitem(z, (slice(0, n),)), shape)
@@ -257,17 +275,17 @@ def sensitivities(spec, y0: Tensor, t: Tensor, params: list, s0: Tensor,
         columns = []
         for j in range(m):             # one forward sweep per direction
             d_j = held_jvp(fy, xs, [F.getitem(S, (j,))] + [F.getitem(d, (j,)) for _, d in moved])
-            columns.append(_flat(d_j))
-        return F.concat([_flat(fy)] + columns, 0)
+            columns.append(flat(d_j))
+        return F.concat([flat(fy)] + columns, 0)
 
-    zs, _ = solve(augmented, _cat([y0, s0]), t, spec.options(), blocks=(n, m))
+    zs, _ = solve(augmented, cat([y0, s0]), t, spec.options(), blocks=(n, m))
     return F.reshape(F.getitem(zs, (slice(None), slice(n, None))), (-1, m) + shape)
 
 
 def _by_sensitivities(spec, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor,
                       params: list) -> tuple:
     """Reverse mode from n + P forward sensitivities (the stiff methods)."""
-    n, sizes = _size(y0), [_size(p) for p in params]
+    n, sizes = size(y0), [size(p) for p in params]
     m = n + sum(sizes)
     shape = tuple(y0.shape)
     eye = np.eye(m, dtype=y0.dtype)
@@ -288,7 +306,7 @@ def _by_sensitivities(spec, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor,
     fs = _f_at(spec, ys, t)                                      # (T,) + shape
     t_bars = F.reduce_sum(F.reshape(g * fs, (int(t.shape[0]), -1)), 1)
     f0 = F.getitem(fs, (0,))
-    t0_bar = -_dot(y0_bar - F.getitem(g, (0,)), f0)
+    t0_bar = -dot(y0_bar - F.getitem(g, (0,)), f0)
     t_bar = F.concat([F.reshape(t0_bar, (1,)), F.getitem(t_bars, (slice(1, None),))], 0)
     return y0_bar, t_bar, p_bars
 
@@ -321,6 +339,3 @@ def jvp(spec, tangents: list, ys: Tensor, y0: Tensor, t: Tensor,
 
 
 JVP_RULES[ODEINT] = _jvp
-
-
-odeint_sweep.per_interval(_adjoint, _cat, held_jvp)

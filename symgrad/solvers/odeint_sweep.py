@@ -6,9 +6,11 @@ intervals: a compiled call runs that scan as a Python loop (one compiled body a
 interval). ``sweep`` runs the same backward integration as one ``sg.while_loop`` (one
 fused loop when compiled): in ``s = -t`` the steps land on every output time, where the
 state jumps as the per-interval solves restart: ``y <- ys[i-1]`` and ``a <- a + g[i-1]``
-(``a_p`` continues). It returns the final ``[a, a_p]`` through ONE ``odeint_sweep`` node,
-which checks the solve and whose derivatives are those of the per-interval formulation
-(built only when differentiated), so second derivatives are the adjoint of the adjoint.
+(``a_p`` continues). It returns the final ``z``, the steps tried, the time reached and
+the time to reach; ``odeint_grad`` passes them through ONE ``odeint_sweep`` node, which
+checks the solve (``check``) and whose derivatives are those of the per-interval
+formulation (defined there, beside it: they build ``odeint`` nodes), so second
+derivatives are the adjoint of the adjoint. This module imports neither.
 
 >>> import numpy as np, symgrad as sg
 >>> k = sg.placeholder("k")
@@ -28,13 +30,11 @@ from ..control.api import while_loop
 from ..errors import ConvergenceError
 from ..graph.tensor import Tensor
 from ..ops.functions import F
-from ..ops.jvp import JVP_RULES
-from ..ops.opdef import OpDef
-from ..ops.registry import apply
 from ..ops.sources import constant
 from .dopri5 import _step, error_ratio, initial_step, next_step, time_at
+from .flat import size
 
-__all__ = ["sweep", "SWEEP"]
+__all__ = ["sweep", "check", "backward"]
 
 API = "sg.odeint"
 
@@ -86,8 +86,10 @@ def backward(aug: Callable, z0: Tensor, s: Tensor, resets: Tensor, keep: Tensor,
     return z, steps, reached
 
 
-# --- the node ---------------------------------------------------------------------------
-def _forward(z, steps, reached, end, *inputs, spec, skip):
+# --- the check --------------------------------------------------------------------------
+def check(z, steps, reached, end, *inputs, spec, skip):
+    """``z`` when the backward solve reached ``end`` (the numpy forward of the
+    ``odeint_sweep`` node), else ``sg.ConvergenceError``."""
     if not float(reached) >= float(end):
         raise ConvergenceError(
             f"{API}: the adjoint (backward dopri5) solve stopped at t={-float(reached):.6g} "
@@ -96,57 +98,10 @@ def _forward(z, steps, reached, end, *inputs, spec, skip):
     return np.array(z, copy=True)
 
 
-def _infer(z, steps, reached, end, *inputs, spec, skip):
-    return z.shape, z.dtype
-
-
-_PER_INTERVAL: dict = {}
-"""What the derivatives take from ``odeint_grad`` (which imports this module, so this one
-does not import it): the per-interval adjoint, ``_cat`` and ``held_jvp``, registered by
-``odeint_grad`` when it loads (``per_interval``)."""
-
-
-def per_interval(adjoint: Callable, cat: Callable, held_jvp: Callable) -> None:
-    _PER_INTERVAL.update(adjoint=adjoint, cat=cat, held_jvp=held_jvp)
-
-
-def _slow(spec, inputs: list) -> Tensor:
-    """``[a, a_p]`` by the per-interval formulation (``odeint_grad._adjoint``)."""
-    _adjoint, _cat = _PER_INTERVAL["adjoint"], _PER_INTERVAL["cat"]
-    g, ys, y0, t, *params = inputs
-    a, _, p_bars = _adjoint(spec, g, ys, y0, t, params, one_loop=False)
-    return _cat([a] + list(p_bars)) if params else a
-
-
-def _vjp(up, out, z, steps, reached, end, *inputs, spec, skip):
-    from ..differentiate import gradients
-    xs = list(inputs)
-    up = F.getitem(up, (slice(skip, None),))         # the backward y: not an output
-    grads = gradients(_slow(spec, xs), xs, grad_ys=up, stop_gradients=xs,
-                      unconnected_gradients="zero", name=None)
-    return (None, None, None, None) + tuple(grads)
-
-
-def _jvp(tangents, out, z, steps, reached, end, *inputs, spec, skip):
-    held_jvp = _PER_INTERVAL["held_jvp"]
-    dots = tangents[4:]
-    if all(d is None for d in dots):
-        return None
-    xs = list(inputs)
-    dot = held_jvp(_slow(spec, xs), xs,
-                   [F.zeros_like(x) if d is None else d for x, d in zip(xs, dots)])
-    return F.concat([constant(np.zeros((skip,), dtype=dot.dtype)), dot], 0)
-
-
-SWEEP = OpDef("odeint_sweep", "structural", numpy=_forward, infer=_infer, vjp=_vjp,
-              public=False, doc="the continuous adjoint of sg.odeint's dopri5 solve in one "
-              "backward loop (checked); its derivatives are the per-interval adjoint's")
-JVP_RULES[SWEEP] = _jvp
-
-
 def sweep(spec, aug: Callable, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor,
-          params: list, size: Callable) -> Tensor:
-    """The final ``[a, a_p]`` (flat) of the backward adjoint over every interval."""
+          params: list) -> tuple:
+    """(the final flat ``[y, a, a_p]`` of the backward adjoint over every interval, the
+    steps tried, the time reached, the time to reach: ``-t[0]``)."""
     n_t, n = int(t.shape[0]), size(y0)
     n_p = sum(size(p) for p in params)
     y_rows = F.reshape(ys, (n_t, n))
@@ -159,6 +114,4 @@ def sweep(spec, aug: Callable, g: Tensor, ys: Tensor, y0: Tensor, t: Tensor,
     z0 = F.getitem(resets, (0,))
     z, steps, reached = backward(aug, z0, s, resets, keep, spec.rtol, spec.atol,
                                  spec.max_steps)
-    out = apply(SWEEP, (z, steps, reached, F.getitem(s, (n_t - 1,)), g, ys, y0, t) +
-                tuple(params), {"spec": spec, "skip": n})
-    return F.getitem(out, (slice(n, None),))
+    return z, steps, reached, F.getitem(s, (n_t - 1,))

@@ -29,34 +29,19 @@ from ..control.api import while_loop
 from ..control.body import Body, marker, stand_in
 from ..custom_gradient import custom_gradient
 from ..differentiate import gradients
-from ..errors import DTypeError, EagerMixError, ShapeError
+from ..errors import ShapeError
 from ..graph.tensor import Tensor
 from ..ops.functions import F
 from ..ops.linalg.api import solve as linear_solve
 from ..ops.sources import constant
-from ..shapes import is_fully_known
-from .check import checked
+from .check import checked, static_float
 
 __all__ = ["custom_root", "root"]
 
 
 def _as_guess(value: Any, api: str) -> Tensor:
-    if isinstance(value, Tensor):
-        guess = value
-    else:
-        from ..tape.eager import EAGER_TYPES
-        if isinstance(value, EAGER_TYPES):
-            raise EagerMixError(f"{api}: initial guess is an eager value "
-                                f"({type(value).__name__}); roots are graph ops: use "
-                                "placeholders (or sg.function) rather than sg.Variable")
-        guess = constant(np.asarray(value, dtype=float))
-    if guess.dtype.kind != "f":
-        raise DTypeError(f"{api}: the initial guess has dtype {guess.dtype.name}; expected "
-                         "a float tensor")
-    if not is_fully_known(guess.shape):
-        raise ShapeError(f"{api}: the initial guess has shape {guess.shape} with unknown "
-                         "dims; a root needs a static shape")
-    return guess
+    """The initial guess as a float64 tensor (a Tensor keeps its float dtype)."""
+    return static_float(value, api, "the initial guess", "roots are graph ops", every=True)
 
 
 def _residual(f: Callable, x: Tensor, api: str) -> Tensor:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import check_seed, unconnected_policy
+from ..arguments import array_of, check_seed, unconnected_policy
 from ..errors import EagerMixError
 from ..graph.tensor import Tensor
 from .eager import EagerTensor, Variable, as_eager
@@ -56,11 +56,8 @@ def seed_for(target: EagerTensor, k: int, grad: Any) -> EagerTensor:
     elif isinstance(grad, (np.ndarray, np.generic)):
         seed = EagerTensor(np.array(grad))
     else:
-        try:
-            seed = EagerTensor(np.asarray(grad, dtype=target.dtype))
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"GradientTape.gradient: output_gradients[{k}] cannot be "
-                            f"converted to {target.dtype.name}: {exc}") from exc
+        seed = EagerTensor(array_of(grad, target.dtype, "GradientTape.gradient",
+                                    f"output_gradients[{k}]"))
     check_seed("GradientTape.gradient", f"output_gradients[{k}]", f"target[{k}]", seed.dtype,
                seed.shape, target.dtype, target.shape)
     return seed

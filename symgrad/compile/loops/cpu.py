@@ -7,7 +7,7 @@ The body graph is cloned with its captures as placeholders and compiled with
 compile time does not depend on the trip count. A scan whose body compiled to one scalar
 kernel runs as one njit loop (``fused.py``); otherwise every step calls that compiled
 function from a Python loop (``records.run_scan`` / ``run_while``). A while loop whose
-cond and body drivers numba can run (``njit_driver.py``) runs as one njit loop
+cond and body drivers numba can run (``cpu/njit_driver.py``) runs as one njit loop
 (``fused_while.py``). A body that may be fused is compiled with its numba compile
 deferred (``state.deferring``): the fused loop compiles only what it calls, and the body's
 own driver compiles (``finish``) only when the Python loop is what runs.

@@ -24,7 +24,6 @@ planned when first read): the loop module's key is kept beside the body's module
 
 from __future__ import annotations
 
-import hashlib
 from typing import Optional
 
 import numpy as np
@@ -32,10 +31,9 @@ import numpy as np
 from numba.core.errors import NumbaError
 
 from ...errors import ShapeError
-from ..cache import warm
-from ..cache.modules import load_or_build
 from ..plan.oprules import CHEAP_VIEWS, STEP_FORMS, S, index_text
 from ..scalar import SCALAR_KERNEL, SCALAR_OUTPUT
+from .loop_module import build, recall, remember
 
 __all__ = ["ENABLED", "FusedScan", "fused_scan"]
 
@@ -237,16 +235,11 @@ def _make(body, f, n_carry: int, n_x: int) -> FusedScan:
     inputs = tuple((t.shape, t.dtype) for t in tensors)
     outputs = tuple((o.shape, o.dtype) for o in body.outputs)
     parts = f"{f.key}|{n_carry}|{n_x}|{(inputs, outputs)!r}|{INTO}|{INLINE}" if f.key else None
-    known = warm.recall("fused scan", parts) if parts else None
-    if known is not None:         # a warm build: the loop module without the body's plan
-        try:
-            loop_module, _, _ = load_or_build(known["loop"], _not_cached)
-        except Exception:  # noqa: BLE001 - not in the cache (or not verified): build it
-            pass
-        else:
-            loop_module.BODY_FUNCTION_ = f
-            buffers = [(tuple(s), np.dtype(d)) for s, d in known["buffers"]]
-            return FusedScan(loop_module.loop_, "", inputs, outputs, buffers)
+    loop_module, known = recall("fused scan", parts)
+    if loop_module is not None:   # a warm build: the loop module without the body's plan
+        loop_module.BODY_FUNCTION_ = f
+        buffers = [(tuple(s), np.dtype(d)) for s, d in known["buffers"]]
+        return FusedScan(loop_module.loop_, "", inputs, outputs, buffers)
     found, reason = _single_kernel(f)
     if found is None:
         return FusedScan(reason=reason)
@@ -273,21 +266,15 @@ def _make(body, f, n_carry: int, n_x: int) -> FusedScan:
         staged = ()
     text = _source(module, function, n_carry, n_x, n_cap, args, sources, shapes,
                    [tuple(o.shape) for o in body.outputs], into, staged)
-    key = hashlib.sha256(("fused scan loop\n" + text).encode()).hexdigest()
     try:
-        loop_module, _, _ = load_or_build(key, lambda: text)
+        loop_module, key = build("fused scan", text)
     except Exception as exc:                     # noqa: BLE001 (the Python loop still runs)
         return FusedScan(reason=f"the loop module did not load ({type(exc).__name__})")
     loop_module.BODY_FUNCTION_ = f          # the body's module stays loaded with the loop
     buffers = (into or []) + [(shapes[j], body.inputs[j].dtype) for j in staged]
-    if parts:
-        warm.remember("fused scan", parts, {"loop": key, "buffers": [
-            [list(s), np.dtype(getattr(d, "name", d)).name] for s, d in buffers]})
+    remember("fused scan", parts, {"loop": key, "buffers": [
+        [list(s), np.dtype(getattr(d, "name", d)).name] for s, d in buffers]})
     return FusedScan(loop_module.loop_, "", inputs, outputs, buffers)
-
-
-def _not_cached() -> str:
-    raise LookupError("the fused loop's module is not in the cache")
 
 
 def run_fused(fused: FusedScan, args: tuple, n_carry: int, n_x: int, length, reverse: bool,

@@ -1,8 +1,9 @@
 """An ``sg.while_loop`` whose cond and body drivers run under numba is one njit loop.
 
 ``cpu.while_step`` compiles the cond and the body with ``sg.function`` (their numba
-compile deferred). Where each driver is made only of what numba runs (``njit_driver``:
-static buffers, serial loop kernels, scalar kernels, views, ``sg.linalg.solve``), the loop
+compile deferred). Where each driver is made only of what numba runs (static buffers,
+serial loop kernels, scalar kernels, views, ``sg.linalg.solve``: each compiled function
+writes its driver's njit form from its plan, ``cpu/njit_driver.py``), the loop
 module (text: ``c<j>`` loop variables, ``p<j>`` body captures, ``q<j>`` cond captures,
 ``h<j>`` the carry history) holds both drivers as njit functions and ``loop_``, which runs
 ``while n < maximum_iterations and cond(c): h[n] = c; c = body(c)`` in one njit call:
@@ -20,17 +21,14 @@ A warm build reads neither plan: the loop module's key is kept beside the body's
 
 from __future__ import annotations
 
-import hashlib
 from typing import Optional
 
 import numpy as np
 
 from numba.core.errors import NumbaError
 
-from ..cache import warm
-from ..cache.modules import load_or_build
 from .fused import _copy
-from .njit_driver import driver_function
+from .loop_module import build, recall, remember
 
 __all__ = ["FusedWhile", "fused_while", "run_fused_while", "compile_now"]
 
@@ -124,46 +122,31 @@ def _make(body, cond, fb, fc, n_vars: int, n_body_caps: int,
     spec = (_spec(body.inputs[:n_vars]), _spec(body.captures), _spec(cond.captures))
     made = lambda loop: FusedWhile(loop, "", *spec)   # noqa: E731
     parts = f"{fb.key}|{fc.key}|{n_vars}|{spec!r}" if fb.key and fc.key else None
-    known = warm.recall("fused while", parts) if parts else None
-    if known is not None:         # a warm build: the loop module without the plans
-        try:
-            loop_module, _, _ = load_or_build(known["loop"], _not_cached)
-        except Exception:  # noqa: BLE001 - not in the cache (or not verified): build it
-            pass
-        else:
-            loop_module.BODY_FUNCTIONS_ = (fb, fc)
-            return made(loop_module.loop_)
+    loop_module, _ = recall("fused while", parts)
+    if loop_module is not None:   # a warm build: the loop module without the plans
+        loop_module.BODY_FUNCTIONS_ = (fb, fc)
+        return made(loop_module.loop_)
     if not build_new:
         return None
     texts = []
     for f, name, prefix in ((fb, "body_", "b"), (fc, "cond_", "q")):
-        source = getattr(f.module, "__symgrad_source__", None)
-        if source is None:
-            return FusedWhile(reason="the body's module has no source")
         try:
-            nodes = {n.index: n for n in f.plan.graph.order}
+            text, names, why = f.njit_driver(name, prefix)     # from its plan
         except Exception as exc:                 # noqa: BLE001 (a plan we cannot read)
             return FusedWhile(reason=f"the body's plan cannot be read ({type(exc).__name__})")
-        text, names, why = driver_function(source, name, prefix, nodes.get)
         if text is None:
             return FusedWhile(reason=f"{'cond' if prefix == 'q' else 'body'}: {why}")
         texts.append((text, names))
     text = _source(fb.module.__name__, fc.module.__name__, texts[0][0], texts[1][0],
                    texts[0][1], texts[1][1], spec[0], len(body.captures),
                    len(cond.captures))
-    key = hashlib.sha256(("fused while loop\n" + text).encode()).hexdigest()
     try:
-        loop_module, _, _ = load_or_build(key, lambda: text)
+        loop_module, key = build("fused while", text)
     except Exception as exc:                     # noqa: BLE001 (the Python loop still runs)
         return FusedWhile(reason=f"the loop module did not load ({type(exc).__name__})")
     loop_module.BODY_FUNCTIONS_ = (fb, fc)  # the bodies' modules stay loaded with the loop
-    if parts:
-        warm.remember("fused while", parts, {"loop": key})
+    remember("fused while", parts, {"loop": key})
     return made(loop_module.loop_)
-
-
-def _not_cached() -> str:
-    raise LookupError("the fused loop's module is not in the cache")
 
 
 def _take(values, spec) -> Optional[list]:

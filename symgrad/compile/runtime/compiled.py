@@ -165,6 +165,13 @@ class CompiledFunction:
                     self._sympy[o.name] = "no formula: " + str(exc).removeprefix("sg.to_sympy: ")
         return self._sympy
 
+    def njit_driver(self, name: str, prefix: str) -> tuple:
+        """Its driver as ``def <name>(v0, ...)`` that numba compiles, written from its plan
+        (``cpu/njit_driver.py``): (text, names bound from its module, "") or
+        (None, [], why). A fused while loop calls its cond and body this way."""
+        from ..cpu.njit_driver import njit_driver
+        return njit_driver(self.plan, self.math, self.target, self._single, name, prefix)
+
     @property
     def _single(self) -> bool:
         """Whether one output was given (``output_mode`` is ``OutputMode.SINGLE``)."""
