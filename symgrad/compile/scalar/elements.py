@@ -466,10 +466,15 @@ _SUM_RULES = frozenset(_SUMS)
 def constant_elements(node) -> np.ndarray:
     """A folded constant's elements as sympy numbers (``ZERO`` for a float 0)."""
     value = np.asarray(node.value)
-    out = np.empty(value.shape, dtype=object)
-    for index in np.ndindex(*value.shape):
-        out[index] = number(value[index].item())
-    return out
+    known: dict = {}        # each distinct value made once (0.0 and -0.0 are both ZERO)
+    flat = value.ravel().tolist()
+    out = np.empty(len(flat), dtype=object)
+    for k, v in enumerate(flat):
+        found = known.get(v)
+        if found is None:
+            found = known[v] = number(v)
+        out[k] = found
+    return out.reshape(value.shape)
 
 
 def input_elements(k: int, node) -> np.ndarray:
