@@ -33,3 +33,27 @@ def test_constant_elements_of_ints_bools_and_0d():
     assert bools[0] is sp.true and bools[1] is sp.false
     scalar = constant_elements(_Const(np.float64(0.25)))
     assert scalar.shape == () and scalar[()] == sp.Float(0.25)
+
+
+def test_distinct_rows_by_hash_match_the_exact_grouping():
+    from symgrad.compile.scalar.elements import _distinct, _distinct_ids
+    rng = np.random.default_rng(3)
+    objects = [sp.Symbol(f"s{k}") for k in range(7)]
+    for n, m in ((5, 1), (40, 2), (300, 3), (2000, 4)):
+        columns = [[objects[i] for i in rng.integers(0, 3 + j, n)] for j in range(m)]
+        ids = np.array([[id(v) for v in c] for c in columns], dtype=np.int64)
+        firsts, inverse = _distinct_ids(ids)
+        rows = list(zip(*columns))
+        assert len(set(map(lambda r: tuple(map(id, r)), rows))) == len(firsts)
+        assert all(rows[k] == rows[firsts[inverse[k]]] for k in range(n))
+        assert sorted(firsts) == list(firsts)          # first occurrence order
+        small = _distinct(columns)
+        assert list(small[0]) == list(firsts) and list(small[1]) == list(inverse)
+
+
+def test_distinct_rows_survive_a_hash_collision():
+    from symgrad.compile.scalar.elements import _distinct_ids
+    p = np.array([0x9E3779B97F4A7C15], dtype=np.uint64).view(np.int64)[0]
+    ids = np.array([[1, 0, 1], [0, p, 0]], dtype=np.int64)   # rows (1, 0), (0, p): one hash
+    firsts, inverse = _distinct_ids(ids)
+    assert list(firsts) == [0, 1] and list(inverse) == [0, 1, 0]
