@@ -303,7 +303,7 @@ def _distinct(columns: list) -> tuple:
     the order of first occurrence; each row's place in that list) for lists of objects
     alive in ``columns`` (ids unique)."""
     n = len(columns[0])
-    if n < 64:
+    if n < 1024:
         seen: dict = {}
         inverse = [seen.setdefault(key, len(seen)) for key in
                    (zip(*map(lambda c: map(id, c), columns)) if len(columns) > 1
@@ -312,14 +312,34 @@ def _distinct(columns: list) -> tuple:
         for k in range(n - 1, -1, -1):
             firsts[inverse[k]] = k
         return firsts, inverse
-    ids = np.array([list(map(id, c)) for c in columns], dtype=np.int64)
-    key = ids[0] if len(columns) == 1 else \
-        np.ascontiguousarray(ids.T).view(np.dtype((np.void, 8 * len(columns)))).ravel()
+    return _distinct_ids(np.array([list(map(id, c)) for c in columns], dtype=np.int64))
+
+
+def _distinct_ids(ids: np.ndarray) -> tuple:
+    """``_distinct`` of the rows of ``ids`` (one row of object ids per column): the columns
+    hashed into one key, the groups checked equal (a collision: the exact key)."""
+    key = ids[0]
+    if len(ids) > 1:
+        key = ids[0].view(np.uint64)
+        for row in ids[1:]:
+            key = key * np.uint64(0x9E3779B97F4A7C15) ^ row.view(np.uint64)
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    if len(ids) > 1 and not np.array_equal(ids[:, first[inverse]], ids):
+        key = np.ascontiguousarray(ids.T).view(np.dtype((np.void, 8 * len(ids)))).ravel()
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
     order = np.argsort(first, kind="stable")       # first occurrence: a deterministic order
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
-    return first[order].tolist(), rank[inverse.ravel()]
+    return first[order].tolist(), rank[inverse]
+
+
+def _ids(array: np.ndarray, shape: tuple) -> np.ndarray:
+    """The ids of ``array``'s objects broadcast to ``shape``, flat (read once per element
+    of ``array``, not of the broadcast)."""
+    ids = np.fromiter(map(id, array.ravel().tolist()), dtype=np.int64, count=array.size)
+    return np.broadcast_to(ids.reshape(array.shape), shape).ravel()
 
 
 def _spread(values: list, inverse, shape: tuple) -> np.ndarray:
@@ -333,13 +353,18 @@ def _elementwise(node, args: list, code: ElementCode) -> np.ndarray:
     if formula is None:
         formula = code.templates[key] = node_formula(node)
     shape = tuple(node.shape)
-    columns = [_flat(a, shape) for a in args]
     apply = code.apply
-    if not columns:
+    if not args:
         values = [apply(node, formula, []) for _ in range(int(np.prod(shape, dtype=np.int64)))]
         return _array(values, shape)
     # a row of the same atoms (a broadcast, a Jacobian's repeated zeros) is applied once
-    firsts, inverse = _distinct(columns)
+    if int(np.prod(shape, dtype=np.int64)) < 1024:
+        columns = [_flat(a, shape) for a in args]
+        firsts, inverse = _distinct(columns)
+    else:                   # ids of the inputs' own elements, broadcast as numbers
+        firsts, inverse = _distinct_ids(np.array([_ids(a, shape) for a in args]))
+        columns = [np.broadcast_to(a, shape).reshape(-1)[firsts].tolist() for a in args]
+        firsts = range(len(firsts))
     return _spread([apply(node, formula, [c[k] for c in columns]) for k in firsts],
                    inverse, shape)
 
@@ -468,10 +493,15 @@ _SUM_RULES = frozenset(_SUMS)
 def constant_elements(node) -> np.ndarray:
     """A folded constant's elements as sympy numbers (``ZERO`` for a float 0)."""
     value = np.asarray(node.value)
-    out = np.empty(value.shape, dtype=object)
-    for index in np.ndindex(*value.shape):
-        out[index] = number(value[index].item())
-    return out
+    known: dict = {}        # each distinct value made once (0.0 and -0.0 are both ZERO)
+    flat = value.ravel().tolist()
+    out = np.empty(len(flat), dtype=object)
+    for k, v in enumerate(flat):
+        found = known.get(v)
+        if found is None:
+            found = known[v] = number(v)
+        out[k] = found
+    return out.reshape(value.shape)
 
 
 def input_elements(k: int, node) -> np.ndarray:

@@ -67,29 +67,121 @@ def _select(*pairs) -> sp.Piecewise:
     return sp.Piecewise(*pairs, evaluate=False)
 
 
+# --- forms bound once per pattern of their atoms ------------------------------------------
+def _atom_key(atoms: tuple):
+    """A key of what sympy's evaluation of a form over ``atoms`` depends on: which atoms
+    are the same symbol (by identity: one object per name, ``elements._symbol``), their
+    kinds, the order of their names (sympy sorts the arguments of ``Add`` and ``Mul`` by
+    name) and the numbers (``ZERO`` among them); None where an atom is not an atom."""
+    slots: dict = {}
+    symbols: list = []
+    pattern = []
+    for a in atoms:
+        if a.is_Symbol and a is not ZERO:
+            k = slots.get(id(a))
+            if k is None:
+                k = slots[id(a)] = len(symbols)
+                symbols.append(a)
+            pattern.append((k, "f" if a.is_real else "i" if a.is_integer else "b"))
+        elif a.is_Atom:
+            pattern.append((type(a), a))
+        else:
+            return None
+    order = tuple(sorted(range(len(symbols)), key=lambda k: symbols[k].name))
+    return tuple(pattern), order
+
+
+def _bind_form(code, tag: str, build, atoms: tuple, dtype):
+    """``code.bind(build(*atoms), dtype)``, with sympy's evaluation of ``build`` run once
+    per pattern of the atoms (``_atom_key``): later the statement is emitted directly
+    (an LU of n x n with m right-hand sides binds ~n^2 (n + m) forms of a few kinds; sympy's
+    arithmetic on each was most of a pendulum's element rules)."""
+    found = _atom_key(atoms)
+    if found is None:
+        return code.bind(build(*atoms), dtype)
+    key = ("linalg form", tag, dtype, found)
+    recipe = code.templates.get(key)
+    if recipe is not None:
+        template, positions = recipe
+        if template is None:                       # an atom: one of ``atoms`` or a number
+            return positions if not isinstance(positions, int) else atoms[positions]
+        return code.emit(template, tuple(atoms[p] for p in positions), dtype)
+    result = code.bind(build(*atoms), dtype)
+    recipe = _recipe(code, result, atoms)
+    if recipe is not None:
+        code.templates[key] = recipe
+    return result
+
+
+def _recipe(code, result, atoms: tuple) -> Optional[tuple]:
+    """(template, positions in ``atoms`` of its arguments) of the statement ``result``,
+    (None, position) where it is one of the atoms, (None, number) for a number; None
+    where it is none of these (the form is then evaluated at every use)."""
+    ids = {id(a): k for k, a in reversed(list(enumerate(atoms)))}
+    if id(result) in ids:
+        return None, ids[id(result)]
+    statement = None
+    if result.is_Symbol and result.name[1:].isdigit():
+        k = int(result.name[1:])
+        if k < len(code.statements) and code.statements[k].symbol is result:
+            statement = code.statements[k]
+    if statement is None:
+        return (None, result) if result.is_Number or result is ZERO else None
+    if any(id(a) not in ids for a in statement.args):
+        return None
+    return statement.template, tuple(ids[id(a)] for a in statement.args)
+
+
 # --- LU with partial pivoting as selects ---------------------------------------------------
 def _pivot_rows(code, a: list, rhs: list, sign, k: int, dtype):
     """Rows ``k..n-1`` conditionally swapped so that row ``k`` holds the first largest
     ``|a_ik|`` (LAPACK's idamax); returns the new sign of the permutation (or None)."""
     n = len(a)
-    big = code.bind(sp.Abs(a[k][k]), dtype)
+    big = _bind_form(code, "abs", sp.Abs, (a[k][k],), dtype)
     for i in range(k + 1, n):
-        size = code.bind(sp.Abs(a[i][k]), dtype)
-        # two distinct real symbols never compare when built (sympy's try costs ~1 ms)
-        cond = sp.StrictGreaterThan(size, big, evaluate=not (
-            size.is_Symbol and big.is_Symbol and size is not big and ZERO not in (size, big)))
+        size = _bind_form(code, "abs", sp.Abs, (a[i][k],), dtype)
         for rows in (a, rhs):
             lo = k if rows is a else 0
             for j in range(lo, len(rows[k])):
                 top, low = rows[k][j], rows[i][j]
                 if top == low:
                     continue
-                rows[k][j] = code.bind(_select((low, cond), (top, True)), dtype)
-                rows[i][j] = code.bind(_select((top, cond), (low, True)), dtype)
-        big = code.bind(_select((size, cond), (big, True)), dtype)
+                rows[k][j] = _bind_form(code, "swap", _swap, (low, top, size, big), dtype)
+                rows[i][j] = _bind_form(code, "swap", _swap, (top, low, size, big), dtype)
+        new_big = _bind_form(code, "swap", _swap, (size, big, size, big), dtype)
         if sign is not None:
-            sign = code.bind(_select((-sign, cond), (sign, True)), dtype)
+            sign = _bind_form(code, "sign", _sign, (sign, size, big), dtype)
+        big = new_big
     return sign
+
+
+def _greater(size, big):
+    """``size > big``: two distinct real symbols never compare when built (sympy's try
+    costs ~1 ms)."""
+    return sp.StrictGreaterThan(size, big, evaluate=not (
+        size.is_Symbol and big.is_Symbol and size is not big and ZERO not in (size, big)))
+
+
+def _swap(first, other, size, big):
+    """``first`` where ``size > big``, else ``other``."""
+    return _select((first, _greater(size, big)), (other, True))
+
+
+def _sign(sign, size, big):
+    return _select((-sign, _greater(size, big)), (sign, True))
+
+
+def _multiplier(x, p):
+    """``x / p``, 0 where ``p`` is 0 (getrf's multipliers without a check)."""
+    return _select((x / p, sp.Ne(p, 0)), (_ZERO_INT, True))
+
+
+def _update(x, m, y):
+    return x - m * y
+
+
+def _divided(x, p):
+    return x / p
 
 
 def _lu(code, a: list, rhs: list, dtype, check: Optional[type], sign=None):
@@ -103,14 +195,14 @@ def _lu(code, a: list, rhs: list, dtype, check: Optional[type], sign=None):
         a[k][k] = p
         for i in range(k + 1, n):
             if check is None:
-                m = code.bind(_select((a[i][k] / p, sp.Ne(p, 0)), (_ZERO_INT, True)),
-                              dtype)
+                m = _bind_form(code, "multiplier", _multiplier, (a[i][k], p), dtype)
             else:
-                m = code.bind(a[i][k] / p, dtype)
+                m = _bind_form(code, "divided", _divided, (a[i][k], p), dtype)
             for j in range(k + 1, n):
-                a[i][j] = code.bind(a[i][j] - m * a[k][j], dtype)
+                a[i][j] = _bind_form(code, "update", _update, (a[i][j], m, a[k][j]), dtype)
             for j in range(len(rhs[i])):
-                rhs[i][j] = code.bind(rhs[i][j] - m * rhs[k][j], dtype)
+                rhs[i][j] = _bind_form(code, "update", _update, (rhs[i][j], m, rhs[k][j]),
+                                       dtype)
     return sign
 
 
@@ -122,32 +214,15 @@ def _back(code, u: list, rhs: list, dtype, upper: bool = True) -> list:
     for j in range(m):
         done: list = []
         for i in order:
-            if any(v.is_Number for v in [rhs[i][j], u[i][i]] + [u[i][c] for c in done] +
-                   [x[c][j] for c in done]):       # sympy folds numbers: evaluated here
-                total = rhs[i][j] - sp.Add(*[u[i][c] * x[c][j] for c in done])
-                x[i][j] = code.bind(total / u[i][i], dtype)
-                done.append(i)
-                continue
-            products = [_unevaluated(sp.Mul, (_MINUS, u[i][c], x[c][j])) for c in done]
-            total = _unevaluated(sp.Add, [rhs[i][j]] + products)
-            x[i][j] = code.bind(_unevaluated(sp.Mul, (total, _unevaluated(
-                sp.Pow, (u[i][i], _MINUS)))), dtype)
+            atoms = (rhs[i][j], u[i][i], *[v for c in done for v in (u[i][c], x[c][j])])
+            x[i][j] = _bind_form(code, "back", _back_form, atoms, dtype)
             done.append(i)
     return x
 
 
-_MINUS = sp.Integer(-1)
-
-
-def _unevaluated(func, args) -> sp.Basic:
-    """``func(*args)`` left unevaluated: ``ElementCode.bind`` evaluates each distinct form
-    once, on slots (sympy's evaluation of the same sum over atoms, once per column of the
-    right-hand side, was most of a triangular solve's build)."""
-    if func is sp.Add and len(args) == 1:
-        return args[0]
-    if func is sp.Pow:
-        return sp.Pow(*args, evaluate=False)
-    return func._from_args(tuple(args), is_commutative=True)    # real scalars
+def _back_form(r, d, *pairs):
+    """``(r - sum(u_c x_c)) / d`` over the pairs (u_c, x_c) in order."""
+    return (r - sp.Add(*[pairs[c] * pairs[c + 1] for c in range(0, len(pairs), 2)])) / d
 
 
 def lu_solve(code, a: list, b: list, dtype, check=SolvePivot) -> list:

@@ -9,7 +9,9 @@ and the *whole* kernel, reads and writes included, is IR too (``codegen/llvm/ker
 ``_s<i>_k`` is compiled by LLVM without numba's front end (``cpu/native_kernels.py``) and
 the driver calls ``_s<i>_native``, which allocates the outputs and calls it. The njit
 ``_s<i>`` runs only where ``_s<i>_k`` refuses its arguments (another dtype or shape), and
-``_s<i>_into`` where a fused loop calls it; numba compiles neither unless it is called.
+``_s<i>_into`` where a fused loop calls it; numba compiles neither unless it is called,
+and where ``_s<i>_k`` exists Python compiles their text only then too (``deferred_``: a
+string literal, ``cpu/deferred.py``).
 
 >>> import symgrad as sg
 >>> from symgrad.compile.plan.fold import fold_graph
@@ -17,7 +19,9 @@ the driver calls ``_s<i>_native``, which allocates the outputs and calls it. The
 >>> u = sg.placeholder("u", shape=(2,))
 >>> g, (r,) = scalar_graph(fold_graph([sg.stack([u[0] * u[1], u[1] - u[0]])]))
 >>> parts = lower_region(r).text.split(chr(10) * 3)
->>> print(parts[-3])   # after its LLVM IR body and its _into form
+>>> print(parts[0].splitlines()[2])
+deferred_(globals(), ('_s1_body', '_s1_into', '_s1'), '''
+>>> print(parts[-3])   # after its LLVM IR body and its _into form, in the literal
 @numba.njit(cache=NUMBA_CACHE, error_model='numpy', fastmath=FASTMATH)
 def _s1(a0):
     r0_0 = a0[0]
@@ -27,6 +31,7 @@ def _s1(a0):
     o0[0] = t0
     o0[1] = t1
     return (o0,)
+''')
 >>> print(parts[-1])   # after the kernel as IR (_s1_k)
 def _s1_native(a0):
     o0 = np.empty((2,), np.float64)
@@ -84,6 +89,9 @@ NATIVE = True
 (``codegen/llvm/kernel.py``, ``cpu/native_kernels.py``) where every value is float64 or
 bool; the numba function stays as the fallback and for fused loops."""
 _IR_KINDS = {"float64": "double", "bool": "i1"}
+DEFERRED = True
+"""Where the whole kernel is IR, numba's forms (``_s<i>``, ``_s<i>_into``, the body) are a
+string literal compiled when first used (``cpu/deferred.py``), not module code."""
 
 
 def _kind(symbol) -> str:
@@ -274,10 +282,18 @@ def lower_region(region: ScalarRegion) -> LoweredRegion:
     lines.append(f"    return ({''.join(n + ', ' for n in names).rstrip(' ')})")
     into = _into(lines, name, len(names))
     native, why = _native(name, region, statements, reads, used, results, exprs, shared)
+    numba_forms = "\n".join(head + ["", ""] * bool(head) + into + ["", ""] + lines)
+    if native and DEFERRED and "'''" not in numba_forms and "\\" not in numba_forms:
+        defined = tuple([name + "_body"] * bool(head) + [name + "_into", name])
+        text = "\n".join([f"# {', '.join(defined)}: numba's forms (where {name}_k declines its "
+                          "arguments; fused loops), compiled from this text when first used",
+                          "from symgrad.compile.cpu.deferred import deferred as deferred_",
+                          f"deferred_(globals(), {defined!r}, '''", numba_forms, "''')",
+                          "", ""] + native)
+        return LoweredRegion(region, text, exprs, len(statements), True)
     tail = ["", ""] + native if native else \
         ["", "", f'globals().setdefault("NUMBA_REASONS_", {{}})[{region.node.index}] = {why!r}']
-    return LoweredRegion(region, "\n".join(head + ["", ""] * bool(head) + into + ["", ""] +
-                                            lines + tail), exprs, len(statements),
+    return LoweredRegion(region, numba_forms + "\n" + "\n".join(tail), exprs, len(statements),
                          native is not None)
 
 

@@ -227,9 +227,10 @@ def _elementwise(node: LNode, ins: list, run: _Pass) -> Classes:
     return Classes(cls[inverse].reshape(shape), num[inverse].reshape(shape), terms)
 
 
-_SMALL = 64
+_SMALL = 128
 """Values of at most this many elements are worked in Python lists (numpy's calls cost
-more than the elements there)."""
+more than the elements there: the 100-species network's 1,299 elementwise nodes of 100
+elements, 0.125 s in numpy, 0.09 s in lists; the classes found are the same)."""
 
 
 def _listed(node: LNode, ins: list, sizes: list, run: _Pass) -> Classes:
