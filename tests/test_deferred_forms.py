@@ -8,7 +8,7 @@ import numpy as np
 
 import symgrad as sg
 from symgrad.compile.cpu.deferred import Deferred, DeferringModule
-from symgrad.compile.loops.njit_driver import _scalar_lines
+from symgrad.compile.cpu.njit_driver import _elements
 
 
 def _function():
@@ -25,7 +25,7 @@ def test_numba_forms_stay_text_through_build_and_calls():
     for n in (name, name + "_into", name + "_body"):
         assert type(f.module.__dict__[n]) is Deferred, n
     assert f"deferred_(globals(), ('{name}_body', '{name}_into', '{name}'), '''" in f.source
-    assert _scalar_lines(f.source, name) == 3 + 3 + 9    # reads and writes still counted
+    assert _elements(f.source, name) == 3 + 3 + 9    # the fused-loop writer still counts them
 
 
 def test_read_from_outside_they_are_numba_functions_at_their_own_lines():
