@@ -85,15 +85,35 @@ def code_hash() -> str:
 
 
 def _numba_version() -> str:
-    """numba's version without importing numba (the distribution's metadata) where it is
-    not imported yet."""
+    """numba's version without importing numba where it is not imported yet."""
     if "numba" in sys.modules:
         return sys.modules["numba"].__version__
     if not _NUMBA_VERSION:
-        from importlib.metadata import version
-
-        _NUMBA_VERSION.append(version("numba"))
+        _NUMBA_VERSION.append(_read_numba_version())
     return _NUMBA_VERSION[0]
+
+
+def _read_numba_version() -> str:
+    """numba's ``__version__`` read from its ``_version.py`` (versioneer's JSON), not run;
+    else from the distribution's metadata (0.03 s).
+
+    >>> import numba; _read_numba_version() == numba.__version__
+    True
+    """
+    import importlib.util
+    import re
+
+    spec = importlib.util.find_spec("numba")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        try:
+            found = re.search(r'"version":\s*"([^"]+)"', Path(folder, "_version.py").read_text())
+        except OSError:
+            continue
+        if found:
+            return found.group(1)
+    from importlib.metadata import version
+
+    return version("numba")
 
 
 _NUMBA_VERSION: list = []

@@ -66,8 +66,9 @@ class Deferred:
         if self.namespace is None:
             raise RuntimeError("symgrad: a deferred numba object outside a module namespace")
         materialize(self.namespace)
-        if self.made is None:
-            raise RuntimeError("symgrad: a deferred numba object was not made")
+        with _LOCK:
+            if self.made is None:        # no longer bound in the namespace: made alone
+                self.made = self.make()
         return self.made
 
     def __call__(self, *args, **kwargs):
@@ -103,14 +104,14 @@ class _Numba:
     """The ``numba`` of a generated module's header while numba is not imported."""
 
     def njit(self, *args, **options):
-        if numba_imported():
-            import numba
-
-            return numba.njit(*args, **_resolved(options))
         if args and callable(args[0]):
-            return self.njit(**options)(args[0])
+            return self.njit(*args[1:], **options)(args[0])
 
         def decorate(fn):
+            if numba_imported():    # the function's own globals read numba's module
+                if isinstance(fn.__globals__.get("numba"), _Numba):
+                    fn.__globals__["numba"] = _real_numba()
+                return _real_numba().njit(*args, **_resolved(options))(fn)
             return Deferred(lambda: _real_numba().njit(*args, **_resolved(options))(fn),
                             fn.__globals__)
         return decorate
