@@ -49,12 +49,12 @@ def _directory() -> Optional[Path]:
     return folder
 
 
-def _file_name(ir_text: str, statements: int, stages: bool = True) -> str:
+def _file_name(ir_text: str, statements: int) -> str:
     import llvmlite.binding as ll
 
     text = "\0".join(["symgrad native kernel", versions(), ll.get_host_cpu_name(),
                       ll.get_host_cpu_features().flatten(), str(native.opt_level(statements)),
-                      str(native.codegen_level(statements)), "staged" if stages else "module",
+                      str(native.codegen_level(statements)),
                       ir_text])
     return hashlib.sha256(text.encode()).hexdigest()[:40] + "-" + key_tag() + ".o"
 
@@ -62,18 +62,18 @@ def _file_name(ir_text: str, statements: int, stages: bool = True) -> str:
 _LIVE: dict = {}     # IR text -> builtin function made in this process
 
 
-def build(ir_text: str, helpers: tuple, statements: int, stages: bool = True):
+def build(ir_text: str, helpers: tuple, statements: int):
     """The builtin function of a kernel: the one this process made of the same IR, else
     from the cache when a sealed file verifies, else compiled (and stored)."""
     fn = _LIVE.get(ir_text)
     if fn is None:
-        fn = _LIVE[ir_text] = _build(ir_text, helpers, statements, stages)
+        fn = _LIVE[ir_text] = _build(ir_text, helpers, statements)
     return fn
 
 
-def _build(ir_text: str, helpers: tuple, statements: int, stages: bool = True):
+def _build(ir_text: str, helpers: tuple, statements: int):
     folder = _directory()
-    path = None if folder is None else folder / _file_name(ir_text, statements, stages)
+    path = None if folder is None else folder / _file_name(ir_text, statements)
     if path is not None:
         try:
             data = read_regular(path, MAX_BYTES)
@@ -91,7 +91,7 @@ def _build(ir_text: str, helpers: tuple, statements: int, stages: bool = True):
                 return fn
             warn_once(path, "a cached kernel did not verify and was not loaded; it is "
                       "compiled again", "nothing to do (it is replaced)")
-    fn, payload = native.compile_kernel(ir_text, helpers, statements, stages)
+    fn, payload = native.compile_kernel(ir_text, helpers, statements)
     STATS["compiled"] += 1
     if path is not None:
         try:

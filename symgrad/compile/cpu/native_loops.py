@@ -95,7 +95,7 @@ class NativeLoop:
             return _refuse
         self.instructions = size(text)
         try:
-            return native_kernels.build(text, (), self.levels(), stages=False)
+            return native_kernels.build(text, (), self.levels())
         except Exception as exc:    # noqa: BLE001 - numba's function still runs
             logger.warning("symgrad: a loop kernel's IR did not compile (%s: %s); numba "
                            "compiles it instead", type(exc).__name__, exc)
@@ -118,12 +118,7 @@ class NativeLoop:
 
     def levels(self) -> int:
         """The size ``native`` chooses LLVM's levels by: numba's (-O3 passes and code
-        generation) for every loop, whose bodies are small and run many times. The passes
-        are numba's full module pipeline alone (``native.compile_kernel(stages=False)``):
-        numba's per-function and cheap module passes before it repeat its simplification
-        on a module that holds one loop, half of the passes' time (the dense Jacobian's
-        loop, n = 128: 0.09 -> 0.04 s CPU), for the same machine code's results
-        (``tests/test_ir_loops.py``: bit for bit numba's over random graphs)."""
+        generation) for every loop, whose bodies are small and run many times."""
         return min(self.instructions, native.CODEGEN_O3)
 
     def path(self) -> Optional[str]:
@@ -134,8 +129,7 @@ class NativeLoop:
             return f"numba function ({self.reason})"
         n = self.levels()
         return (f"LLVM IR compiled by llvmlite, no numba front end (loop and body, "
-                f"{self.instructions} instructions, passes -O{native.opt_level(n)} (numba's "
-                f"module pipeline), code "
+                f"{self.instructions} instructions, passes -O{native.opt_level(n)}, code "
                 f"generation -O{native.codegen_level(n)})")
 
 

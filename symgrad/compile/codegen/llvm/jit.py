@@ -115,7 +115,7 @@ def _passes(tm, opt: int, loop_vectorize: bool, module: bool):
     return (pb.getModulePassManager() if module else pb.getFunctionPassManager()), pb
 
 
-def optimise(module, level: int, stages: bool) -> None:
+def optimise(module, level: int) -> None:
     """numba's pipelines on ``module`` (``native._optimise``'s, built as
     ``numba.core.codegen.CPUCodegen`` builds them under numba's default settings)."""
     ll = _ll()
@@ -124,7 +124,7 @@ def optimise(module, level: int, stages: bool) -> None:
         tm = _STATE["tm3"] = machine(3)        # numba's codegen machine: config.OPT = 3
     module.data_layout = str(tm.target_data)
     prune = ll.RefPruneSubpasses.ALL
-    if level >= 3 and stages:
+    if level >= 3:
         for function in module.functions:
             if not function.is_declaration:
                 fpm, pb = _passes(tm, 3, True, module=False)
@@ -144,14 +144,14 @@ def optimise(module, level: int, stages: bool) -> None:
     full.run(module, pb)
 
 
-def compile_object(text: str, opt: int, codegen: int, stages: bool) -> tuple:
+def compile_object(text: str, opt: int, codegen: int) -> tuple:
     """(object code, bitcode) of a kernel's IR whose symbol is already named: passes at
     ``opt`` (``optimise``), code generation at ``codegen``."""
     ll = _ll()
     module = ll.parse_assembly(text)
     module.triple = ll.get_process_triple()
     module.verify()
-    optimise(module, opt, stages)
+    optimise(module, opt)
     return machine(codegen).emit_object(module), module.as_bitcode()
 
 

@@ -159,15 +159,11 @@ def _machine(codegen, level: int):
     return _MACHINES[level]
 
 
-def _optimise(codegen, module, level: int, stages: bool = True) -> None:
+def _optimise(codegen, module, level: int) -> None:
     """numba's pipeline (level 3: its per-function passes, then its cheap and full module
-    passes; ``stages`` False: the full module passes only) or one module pipeline at
-    ``level``."""
+    passes) or one module pipeline at ``level``."""
     module.data_layout = codegen._data_layout
-    if level >= 3 and not stages:
-        full, pb = codegen._module_pass_manager()
-        full.run(module, pb)
-    elif level >= 3:
+    if level >= 3:
         for function in module.functions:
             if not function.is_declaration:
                 fpm, pb = codegen._function_pass_manager()
@@ -184,13 +180,12 @@ def _optimise(codegen, module, level: int, stages: bool = True) -> None:
         pm.run(module, pb)
 
 
-def compile_kernel(ir_text: str, helpers: tuple, statements: int,
-                   stages: bool = True) -> tuple:
+def compile_kernel(ir_text: str, helpers: tuple, statements: int) -> tuple:
     """(builtin function, serialised library) of a kernel's IR (``@SYMBOL_``): optimised
-    at ``opt_level`` (at 3 with numba's staged pipeline, or its full module passes only
-    when ``stages`` is False: ``native_loops``), turned into object code at
-    ``codegen_level``, and loaded into numba's JIT as numba loads a cached library (the
-    one path for a compile and a cache hit)."""
+    at ``opt_level``, turned into object code at ``codegen_level``, and loaded into numba's
+    JIT as numba loads a cached library (the one path for a compile and a cache hit).
+    Without helpers to link and while numba is not imported, the same steps run through
+    llvmlite alone (``jit.py``) and the code loads into an engine of its own."""
     import llvmlite.binding as ll
 
     from . import jit
@@ -201,7 +196,7 @@ def compile_kernel(ir_text: str, helpers: tuple, statements: int,
         with jit.LOCK:
             _add_symbols()
             data = pack((symbol, "object", jit.compile_object(
-                text, opt_level(statements), codegen_level(statements), stages)))
+                text, opt_level(statements), codegen_level(statements))))
         return _loaded(ir_text, data)
     from numba.core.compiler_lock import global_compiler_lock
     from numba.core.registry import cpu_target
@@ -222,7 +217,7 @@ def compile_kernel(ir_text: str, helpers: tuple, statements: int,
         module.verify()
         for library in linked:
             module.link_in(library._get_module_for_linking(), preserve=True)
-        _optimise(codegen, module, opt_level(statements), stages)
+        _optimise(codegen, module, opt_level(statements))
         obj = _machine(codegen, codegen_level(statements)).emit_object(module)
         data = pack((symbol, "object", (obj, module.as_bitcode())))
     return _loaded(ir_text, data)
