@@ -67,9 +67,9 @@ def kernel_exprs(lowered: list) -> list:
 
 def helper_imports(lowered: list, extra: tuple = ()) -> list:
     """``deferred_names(globals(), "pkg.mod", ("fn_", "fn as fn_"))`` lines (``from pkg.mod
-    import ..``, made when the module needs numba) for the njit helpers the kernels call (derived from
-    the function classes in their expressions, see ``printer.helpers_used``; ``extra``:
-    the scalar kernels' expressions)."""
+    import ..``, made when the module needs numba) for the njit helpers the kernels call
+    (derived from the function classes in their expressions, see ``printer.helpers_used``;
+    ``extra``: the scalar kernels' expressions)."""
     by_module: dict = {}
     for alias, spec in helpers_used(kernel_exprs(lowered) + list(extra)):
         module, _, name = spec.partition(":")
