@@ -34,6 +34,7 @@ import weakref
 from pathlib import Path
 from typing import Callable, Optional
 
+from ..kernel_lib.deferred import Later
 from .helpers import cache_helpers
 from . import unload
 from .numba_files import guard_numba_cache, guard_parallel, numba_cache_allowed
@@ -83,14 +84,48 @@ def code_hash() -> str:
     return _CODE_HASH[0]
 
 
+def _numba_version() -> str:
+    """numba's version without importing numba where it is not imported yet."""
+    if "numba" in sys.modules:
+        return sys.modules["numba"].__version__
+    if not _NUMBA_VERSION:
+        _NUMBA_VERSION.append(_read_numba_version())
+    return _NUMBA_VERSION[0]
+
+
+def _read_numba_version() -> str:
+    """numba's ``__version__`` read from its ``_version.py`` (versioneer's JSON), not run;
+    else from the distribution's metadata (0.03 s).
+
+    >>> import numba; _read_numba_version() == numba.__version__
+    True
+    """
+    import importlib.util
+    import re
+
+    spec = importlib.util.find_spec("numba")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        try:
+            found = re.search(r'"version":\s*"([^"]+)"', Path(folder, "_version.py").read_text())
+        except OSError:
+            continue
+        if found:
+            return found.group(1)
+    from importlib.metadata import version
+
+    return version("numba")
+
+
+_NUMBA_VERSION: list = []
+
+
 def versions() -> str:
-    import numba
     import numpy
     import sympy
 
     from ... import __version__
     from ...numba_internals import enabled
-    return (f"symgrad {__version__} numba {numba.__version__} numpy {numpy.__version__} "
+    return (f"symgrad {__version__} numba {_numba_version()} numpy {numpy.__version__} "
             f"sympy {sympy.__version__} python {sys.version_info[:3]} code {code_hash()}"
             f"{'' if enabled() else ' public numba only'}")
 
@@ -171,12 +206,18 @@ def release(ns: dict) -> None:
     ns["RELEASED_"] = True
 
 
-def execute(name: str, source: str, filename: str, numba_cache: bool) -> types.ModuleType:
+def execute(name: str, source: str, filename: str, numba_cache) -> types.ModuleType:
     """Run ``source`` (already verified, or just generated) as module ``name``; it is in
-    ``sys.modules`` while it runs (numba's cache needs that), and removed if it fails."""
-    cache_helpers()                  # the kernel helpers it links: numba's sealed cache
+    ``sys.modules`` while it runs (numba's cache needs that), and removed if it fails.
+    ``numba_cache``: whether numba may cache the module's functions, or a function that
+    says so (called when numba is needed: ``kernel_lib/deferred.py``)."""
+    deferred = "numba" not in sys.modules   # numba's names made at the module's first need
+    if not deferred:
+        cache_helpers()              # the kernel helpers it links: numba's sealed cache
     module = types.ModuleType(name)
     module.__file__ = filename
+    if callable(numba_cache):         # decided when numba is needed (numba's settings)
+        numba_cache = Later(numba_cache) if deferred else numba_cache()
     module.__dict__["NUMBA_CACHE"] = numba_cache
     code = compile(source, filename, "exec", dont_inherit=True)
     sys.modules[name] = module
@@ -187,9 +228,17 @@ def execute(name: str, source: str, filename: str, numba_cache: bool) -> types.M
         raise
     module.__symgrad_source__ = source
     module.__dict__["SOURCE_NAMES_"] = frozenset(module.__dict__) | {"SOURCE_NAMES_"}
-    if numba_cache:
-        guard_numba_cache(module)
-    guard_parallel(module)
+
+    def guard() -> None:
+        if deferred:
+            cache_helpers()
+        if numba_cache.get() if isinstance(numba_cache, Later) else numba_cache:
+            guard_numba_cache(module)
+        guard_parallel(module)
+    if deferred and "numba" not in sys.modules:
+        module.__dict__["ON_NUMBA_"] = guard      # run by deferred.materialize
+    else:
+        guard()
     return module
 
 
@@ -215,7 +264,7 @@ def _load_or_build_locked(name: str, build: Callable[[], str]) -> tuple:
     source = _read_verified(name, path)
     if source is not None:
         try:
-            return execute(name, source, str(path), numba_cache_allowed(path)), False
+            return execute(name, source, str(path), lambda: numba_cache_allowed(path)), False
         except Exception:        # verified but broken (another symgrad version): rebuild
             sys.modules.pop(name, None)
     source = build()
@@ -226,7 +275,7 @@ def _load_or_build_locked(name: str, build: Callable[[], str]) -> tuple:
         warn_once(directory, f"cannot write ({exc.strerror or exc}); compiled in memory",
                   "make it writable, or set SYMGRAD_CACHE_DIR to a directory you own")
         return execute(name, source, f"<symgrad {name}>", False), True
-    return execute(name, source, str(path), numba_cache_allowed(path)), True
+    return execute(name, source, str(path), lambda: numba_cache_allowed(path)), True
 
 
 def _read_verified(name: str, path: Path) -> Optional[str]:

@@ -272,14 +272,13 @@ def llvm_body_source(lowered: LoweredKernel, name: str) -> Optional[str]:
     """``name = llvm_body_(IR, ..)``: the scalar body of a straight kernel of float64,
     float32 and bool values as an LLVM IR function (None where ``llvm_body`` cannot write
     it)."""
-    from numba import config
-
     from ...numba_internals import enabled
+    from ..kernel_lib.deferred import jit_disabled
 
     kernel = lowered.kernel
     inputs = tuple(_IR_KINDS.get(i.dtype.name) for i in kernel.inputs)
     outputs = tuple(_IR_KINDS.get(s.dtype.name) for s in lowered.sources)
-    if not LLVM_BODIES or not enabled() or config.DISABLE_JIT or lowered.steps is None or \
+    if not LLVM_BODIES or not enabled() or jit_disabled() or lowered.steps is None or \
             None in inputs + outputs:
         return None
     results = [r.name for r in lowered.results]
@@ -291,7 +290,7 @@ def llvm_body_source(lowered: LoweredKernel, name: str) -> Optional[str]:
     names = ", ".join(f"{s.name} = {quoted(n.name)}"
                       for s, n in zip(lowered.symbols, kernel.inputs))
     return (f"# {name}: LLVM IR, {len(lowered.steps)} statements ({names or 'no inputs'})\n"
-            "from symgrad.compile.codegen.llvm.link import body_function as llvm_body_\n"
+            "from symgrad.compile.codegen.llvm.link import deferred_body as llvm_body_\n"
             f'{name} = llvm_body_("""{made[0]}""", {inputs!r}, {outputs!r}, {made[1]!r})')
 
 

@@ -19,12 +19,12 @@ from ..nest import NEST_MATH, Nest, nest_inputs, nest_outputs
 from ..plan.regions import Kernel, Plan, Step
 from ..targets import get as get_target
 from ..kernel_lib.threaded_matmul import CHUNKS_PER_THREAD
-from ..printing.printer import helpers_used
+from ..printing.printer import FAST_NAMES, helpers_used
+from ..kernel_lib.deferred import jit_disabled
 from .reuse import merged_inputs, one_array, reuse_plan
 from ..codegen.templates import (FASTMATH, OPTIONS, checks_trig, loop_source, printed, quoted,
                                  split_body_source)
 from .native_loops import BODY_STATEMENTS, section as native_loop_section
-from ..kernel_lib.vecmath import FORMS
 from .workspace import WorkspacePlan
 from ..scalar import STEP_FORMS as SCALAR_STEP_FORMS, region_summary
 
@@ -45,9 +45,7 @@ def _acc_dtype(out) -> str:
 def ir_loop_section(lk: LoweredKernel, fn: str, loop: str, math: str) -> Optional[str]:
     """The lines binding the IR form of serial loop ``fn`` (``native_loops.section``), or
     None under ``NUMBA_DISABLE_JIT`` or when its body checks sin/cos ranges."""
-    from numba import config
-
-    if config.DISABLE_JIT:
+    if jit_disabled():
         return None
     if checks_trig(lk, math):
         why = "its body checks sin/cos ranges (vecmath's fast forms run in numba functions)"
@@ -68,15 +66,17 @@ def kernel_exprs(lowered: list) -> list:
 
 
 def helper_imports(lowered: list, extra: tuple = ()) -> list:
-    """``from pkg.mod import fn_`` lines for the njit helpers the kernels call (derived from
-    the function classes in their expressions, see ``printer.helpers_used``; ``extra``:
-    the scalar kernels' expressions)."""
+    """``deferred_names(globals(), "pkg.mod", ("fn_", "fn as fn_"))`` lines (``from pkg.mod
+    import ..``, made when the module needs numba) for the njit helpers the kernels call
+    (derived from the function classes in their expressions, see ``printer.helpers_used``;
+    ``extra``: the scalar kernels' expressions)."""
     by_module: dict = {}
     for alias, spec in helpers_used(kernel_exprs(lowered) + list(extra)):
         module, _, name = spec.partition(":")
         by_module.setdefault(module, []).append(name if name == alias else
                                                 f"{name} as {alias}")
-    return [f"from {m} import {', '.join(names)}" for m, names in sorted(by_module.items())]
+    return [f"deferred_names(globals(), {m!r}, {tuple(names)!r})"
+            for m, names in sorted(by_module.items())]
 
 class ModuleWriter:
     """Writes the source of one compiled function's module from its plan."""
@@ -111,10 +111,11 @@ class ModuleWriter:
         outs = ", ".join("None" if o is None else quoted(o.name) for o in self.plan.outputs)
         head = [f"# symgrad generated · key {self.key[:16]} · target {self.target}",
                 f"# inputs: {ins or '-'}   outputs: {outs or '-'}",
-                "import math", "", "import numba", "import numpy as np", "",
-                "from symgrad.compile.kernel_lib.support import always_inline",
-                "from symgrad.compile.kernel_lib.vecmath import (trig_in_range, "
-                + ", ".join(sorted(f.__name__ for pair in FORMS for f in pair)) + ")",
+                "import math", "", "import numpy as np", "",
+                "from symgrad.compile.kernel_lib.deferred import always_inline, "
+                "deferred_names, numba",
+                "deferred_names(globals(), 'symgrad.compile.kernel_lib.vecmath', "
+                + repr(("trig_in_range",) + FAST_NAMES) + ")",
                 *helper_imports(self.lowered, [e for s in self.scalars.values()
                                                for e in s.exprs]),
                 *(["from symgrad.compile.kernel_lib.threaded_matmul import matmul as tmatmul_, "

@@ -28,11 +28,12 @@ import logging
 import threading
 import types
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Optional
 
 import numpy as np
 
 from ...numba_internals import enabled as internals_enabled
+from ..kernel_lib.deferred import Deferred, jit_disabled, materialize, numba_imported, pending
 from .native_kernels import kernels as native_kernels
 from .native_loops import loops as native_loops
 from .numba_startup import defer_blas_check
@@ -51,10 +52,14 @@ driver's numpy steps run on them for real."""
 def dispatchers(module: types.ModuleType) -> dict:
     """{name: numba dispatcher} of the functions the module defines (unwrapping the
     parallel-launch lock)."""
+    if not numba_imported():
+        return {}
     from numba.extending import is_jitted
 
     found = {}
     for name, value in vars(module).items():
+        if isinstance(value, Deferred):         # not made yet (kernel_lib/deferred.py)
+            continue
         if not is_jitted(value):
             value = getattr(value, "__wrapped__", None)   # guard_parallel's lock
         if is_jitted(value) and value.py_func.__module__ == module.__name__:
@@ -170,9 +175,7 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
     has none to choose); ``scalar_path``: the driver has a Python-float fast path;
     ``cold``: the module was just built (its numba functions compile: numba's registries
     are loaded first, ``numba_startup``; a warm module's load from numba's cache)."""
-    import numba
-
-    if numba.config.DISABLE_JIT:    # plain Python functions: nothing to compile
+    if jit_disabled():    # plain Python functions: nothing to compile
         return 0
     if is_deferred():     # a scan body: compiled when its driver is the loop (loops/cpu.py)
         module.COMPILE_LATER_ = lambda: compile_module(module, inputs, parallel_at,
@@ -180,6 +183,11 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
         return 0
     for _, kernel in native_kernels(module):   # scalar kernels written as IR: no dry run
         kernel.compile()
+    if pending(vars(module)):  # numba's functions not made: maybe the IR kernels are all
+        done = _runs_without_numba(module, inputs, parallel_at, scalar_path)
+        if done is not None:
+            return done
+        materialize(vars(module))
     found = dispatchers(module)
     entries = getattr(module, "ENTRIES_", {})
     scalar = {id(found[name]) for name in entries.values() if name in found}
@@ -190,7 +198,35 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
     for name, dispatcher in found.items():
         wrap = _scalar_runner if id(dispatcher) in scalar else _recorder
         namespace[name] = wrap(dispatcher, cold)
+    with memoised_typing():
+        done = _dry_runs(module, namespace, set(found), inputs, parallel_at, scalar_path)
+    if internals_enabled():
+        _bind_entries(module, found, entries)
+    return done
 
+
+def _runs_without_numba(module: types.ModuleType, inputs: list, parallel_at: int,
+                        scalar_path: bool) -> Optional[int]:
+    """The dry runs of a module whose numba functions are not made yet
+    (``kernel_lib/deferred.py``): the number completed where no numba function was called
+    (its kernels are all IR: numba is never imported), else None."""
+    called = []
+
+    def needs_numba(*args):
+        called.append(True)
+        raise Stop()
+
+    namespace = dict(vars(module))
+    deferred = {name for name, value in namespace.items() if isinstance(value, Deferred)}
+    namespace.update({name: needs_numba for name in deferred})
+    done = _dry_runs(module, namespace, deferred, inputs, parallel_at, scalar_path)
+    return None if called else done
+
+
+def _dry_runs(module: types.ModuleType, namespace: dict, found: set, inputs: list,
+              parallel_at: int, scalar_path: bool) -> int:
+    """Run the driver on dummy arguments in ``namespace`` (numba's functions, ``found``,
+    replaced there already) for each size-dependent choice; the number completed."""
     def stop(args):
         raise Stop()
 
@@ -211,22 +247,19 @@ def compile_module(module: types.ModuleType, inputs: list, parallel_at: int,
         arrays = dict(namespace)
         steps = {int(n[1:]): v.static_ for n, v in namespace.items()
                  if n[:1] == "S" and n[1:].isdigit() and hasattr(v, "static_")}
-        dry_namespace(arrays, set(found) | natives | ir_loops, steps)
+        dry_namespace(arrays, found | natives | ir_loops, steps)
     runs = [(False, parallel_at)]
     if parallel_at:
         runs.append((False, 0))        # every size-dependent choice takes its parallel loop
     if scalar_path:
         runs.append((True, parallel_at))
     done = 0
-    with memoised_typing():
-        for scalars, threshold in runs:
-            ns = arrays if phantoms and not scalars else namespace
-            ns["PARALLEL_AT_"] = threshold
-            run = types.FunctionType(module.run.__code__, ns, "run", module.run.__defaults__)
-            if _dry_run(run, dummy_arguments(inputs, scalars, phantoms)):
-                done += 1
-    if internals_enabled():
-        _bind_entries(module, found, entries)
+    for scalars, threshold in runs:
+        ns = arrays if phantoms and not scalars else namespace
+        ns["PARALLEL_AT_"] = threshold
+        run = types.FunctionType(module.run.__code__, ns, "run", module.run.__defaults__)
+        if _dry_run(run, dummy_arguments(inputs, scalars, phantoms)):
+            done += 1
     return done
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Optional
 
 from ...numba_internals import enabled as internals_enabled
+from ..cache.helpers import cache_helpers
 from ..cache.modules import cache_dir, versions, write_bytes
 from ..cache.numba_files import safe_directory
 from ..cache.trust import key_tag, read_regular, seal_bytes, unseal_bytes, warn_once
@@ -91,6 +92,8 @@ def _build(ir_text: str, helpers: tuple, statements: int):
                 return fn
             warn_once(path, "a cached kernel did not verify and was not loaded; it is "
                       "compiled again", "nothing to do (it is replaced)")
+    if helpers:       # numba compiles them to link: numba's sealed cache first (a module
+        cache_helpers()   # whose numba names are deferred has not set it up yet)
     fn, payload = native.compile_kernel(ir_text, helpers, statements)
     STATS["compiled"] += 1
     if path is not None:

@@ -28,8 +28,6 @@ from typing import Optional
 
 import numpy as np
 
-from numba.core.errors import NumbaError
-
 from ...errors import ShapeError
 from ..plan.oprules import CHEAP_VIEWS, STEP_FORMS, S, index_text
 from ..scalar import SCALAR_KERNEL, SCALAR_OUTPUT
@@ -300,6 +298,8 @@ def run_fused(fused: FusedScan, args: tuple, n_carry: int, n_x: int, length, rev
     carries = [np.array(c, copy=True) for c in values[:n_carry]]
     ys = [np.empty((steps,) + s, d) for s, d in fused.outputs[n_carry:]]
     hist = [np.empty(((steps + k - 1) // k,) + c.shape, c.dtype) for c in carries]
+    from numba.core.errors import NumbaError   # the fused loop is numba's: numba is imported
+
     try:
         finals = fused.loop(steps, bool(reverse), k, *carries, *xs, *values[n_carry + n_x:],
                             *ys, *hist, *(np.empty(s, d) for s, d in fused.buffers))

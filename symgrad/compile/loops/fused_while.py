@@ -25,8 +25,6 @@ from typing import Optional
 
 import numpy as np
 
-from numba.core.errors import NumbaError
-
 from .fused import _copy
 from .loop_module import build, recall, remember
 
@@ -173,6 +171,8 @@ def run_fused_while(fused: FusedWhile, args: tuple, n_vars: int, n_body_caps: in
     capacity = min(limit, FIRST_CAPACITY)
     hist = [np.empty((capacity,) + s, d) for s, d in fused.variables]
     n = 0
+    from numba.core.errors import NumbaError   # the fused loop is numba's: numba is imported
+
     while True:
         try:
             n, done, *carries = fused.loop(limit, n, *carries, *body_caps, *cond_caps, *hist)

@@ -28,7 +28,6 @@ import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 
 from ...ops.elementwise.scalar import Sigmoid, Softplus, Tanh, TanhPrime
-from ..kernel_lib import vecmath as vm
 
 SUPPORT = "symgrad.compile.kernel_lib.support:"
 
@@ -102,14 +101,18 @@ BASE_FUNCTIONS = {
 }
 
 FAST = {
-    sp.exp: (vm.exp_f64, vm.exp_f32), expm1: (vm.expm1_f64, vm.expm1_f32),
-    sp.log: (vm.log_f64, vm.log_f32), log1p: (vm.log1p_f64, vm.log1p_f32),
-    sp.sin: (vm.sin_f64, vm.sin_f32), sp.cos: (vm.cos_f64, vm.cos_f32),
-    sp.tanh: (vm.tanh_f64, vm.tanh_f32), Sigmoid: (vm.sigmoid_f64, vm.sigmoid_f32),
-    Tanh: (vm.tanh_f64, vm.tanh_f32), TanhPrime: (vm.tanh_prime_f64, vm.tanh_prime_f32),
-    Softplus: (vm.softplus_f64, vm.softplus_f32),
+    sp.exp: ("exp_f64", "exp_f32"), expm1: ("expm1_f64", "expm1_f32"),
+    sp.log: ("log_f64", "log_f32"), log1p: ("log1p_f64", "log1p_f32"),
+    sp.sin: ("sin_f64", "sin_f32"), sp.cos: ("cos_f64", "cos_f32"),
+    sp.tanh: ("tanh_f64", "tanh_f32"), Sigmoid: ("sigmoid_f64", "sigmoid_f32"),
+    Tanh: ("tanh_f64", "tanh_f32"), TanhPrime: ("tanh_prime_f64", "tanh_prime_f32"),
+    Softplus: ("softplus_f64", "softplus_f32"),
 }
-"""Function class -> (float64, float32) vectorisable form (``vecmath``) printed in fast mode."""
+"""Function class -> the names of its (float64, float32) vectorisable forms in ``vecmath``,
+printed in fast mode (names: printing never imports ``vecmath``, whose njit functions need
+numba; ``tests/test_vecmath.py`` checks that each name is one of ``vecmath.FORMS``)."""
+FAST_NAMES = tuple(sorted({name for pair in FAST.values() for name in pair}))
+"""Every name of ``FAST``: what a generated module binds from ``vecmath``."""
 
 MATH_MODES = ("fast", "libm")
 """Printer math modes. "fast" prints ``vecmath``'s vectorisable forms (``FAST``) for the
@@ -232,7 +235,7 @@ class NumbaPrinter:
             if cls in TRIG:
                 self.trig_args.append(arg)
             self.fast_sites += 1
-            return f"{(fast[1] if self.float32 else fast[0]).__name__}({arg})"
+            return f"{fast[1] if self.float32 else fast[0]}({arg})"
         form = function_form(type(expr), "fast" if self.fast else "libm")
         if form is None:
             raise NotImplementedError("symgrad.compile: no numba form for function "

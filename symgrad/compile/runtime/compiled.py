@@ -21,6 +21,7 @@ from ...graph.tensor import Tensor
 from ...outputs import OutputMode
 from ...shapes import format_shape
 from .explain import explain
+from ..kernel_lib.deferred import numba_imported
 from .hooks import DISTRIBUTED
 from ..plan.regions import Kernel, Plan, Step
 from .variants import pattern, with_fixed_axes
@@ -228,8 +229,26 @@ def _deciding_call(f, *args, **kwargs):
 
 
 def _numba_errors() -> tuple:
+    """(numba's NumbaError,), or a class nothing raises while numba is not imported (a
+    deferred module binds numba's when it imports numba: ``deferred.materialize``)."""
+    if not numba_imported():
+        return (_NoNumbaError,)
     from numba.core.errors import NumbaError
     return (NumbaError,)
+
+
+class _NoNumbaError(Exception):
+    """Never raised: the driver's ``except NumbaError_`` before numba is imported."""
+
+
+def _threads(module) -> Optional[int]:
+    """numba's thread count for the driver's parallel chunks; None (bound by
+    ``deferred.materialize``) in a module that has none while numba is not imported."""
+    if numba_imported() or "NTHREADS" in getattr(module, "__symgrad_source__", "NTHREADS"):
+        import numba
+
+        return numba.get_num_threads()
+    return None
 
 
 def bind_runtime(module, plan: Plan, inputs: list, target: Optional[str] = None,
@@ -237,12 +256,10 @@ def bind_runtime(module, plan: Plan, inputs: list, target: Optional[str] = None,
     """Bind what the generated driver uses but cannot print. A step whose record names a
     ``compiled_step`` (loops) runs that on the cpu targets, with ``compiler``
     (``sg.function``, passed down by the entry) to compile its body; else its numpy forward."""
-    import numba
-
     names = ", ".join(p.name for p in inputs)
     context = f"f({names})"
     ns = module.__dict__
-    ns["NTHREADS"] = numba.get_num_threads()
+    ns["NTHREADS"] = _threads(module)
     for k, p in enumerate(plan.graph.placeholders):
         ns[f"D{k}"] = p.dtype
     for node in plan.graph.order:

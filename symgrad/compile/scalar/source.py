@@ -157,9 +157,9 @@ def _native(name: str, region: ScalarRegion, statements: list, reads: list, used
             results: list, exprs: list, shared: dict) -> tuple:
     """(lines binding ``name + '_k'`` to the whole kernel as IR and ``name + '_native'``
     calling it, None) or (None, why numba's function runs instead)."""
-    from numba.core import config
+    from ..kernel_lib.deferred import jit_disabled
 
-    if not NATIVE or config.DISABLE_JIT:
+    if not NATIVE or jit_disabled():
         return None, "the IR path is off (scalar.source.NATIVE)"
     bad = sorted({n.dtype.name for n in region.inputs + region.members + region.outputs
                   if n.dtype.name not in _IR_KINDS})
@@ -212,9 +212,9 @@ def _llvm_body(name: str, statements: list, reads: list, outputs: list, exprs: l
                float_dtype: str, shared: dict):
     """(lines defining ``name`` as an LLVM IR body of the statements, from the ``reads``
     to the ``outputs``), or None where ``codegen/llvm`` cannot write it."""
-    from numba.core import config
+    from ..kernel_lib.deferred import jit_disabled
 
-    if not LLVM_BODIES or config.DISABLE_JIT or float_dtype != "float64" or not outputs:
+    if not LLVM_BODIES or jit_disabled() or float_dtype != "float64" or not outputs:
         return None
     kinds = {s: _kind(s) for s in reads}
     kinds.update({s.symbol: _kind(s.symbol) for s in statements})
@@ -230,7 +230,7 @@ def _llvm_body(name: str, statements: list, reads: list, outputs: list, exprs: l
     if made is None or '"""' in made[0] or "\\" in made[0]:
         return None
     return [f"# {name}: LLVM IR, {len(steps)} statements",
-            "from symgrad.compile.codegen.llvm.link import body_function as llvm_body_",
+            "from symgrad.compile.codegen.llvm.link import deferred_body as llvm_body_",
             f'{name} = llvm_body_("""{made[0]}""", {inputs!r}, {outs!r}, {made[1]!r})']
 
 

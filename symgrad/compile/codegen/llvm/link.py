@@ -79,6 +79,18 @@ def _raising(helpers: tuple) -> list:
     return sorted(out.items())
 
 
+def deferred_body(*args):
+    """``body_function(*args)``, made when the calling generated module needs numba
+    (``kernel_lib/deferred.py``; the module's namespace is the caller's globals)."""
+    import sys
+
+    from ...kernel_lib.deferred import Deferred, numba_imported
+
+    if numba_imported():
+        return body_function(*args)
+    return Deferred(lambda: body_function(*args), sys._getframe(1).f_globals)
+
+
 def body_function(ir_text: str, inputs: tuple, outputs: tuple, helpers: tuple = ()):
     """The numba intrinsic ``body(a0, ..) -> tuple`` that calls the IR function of
     ``ir_text`` (defined as ``@SYMBOL_``); ``inputs`` and ``outputs``: the kinds of the

@@ -183,15 +183,26 @@ def _optimise(codegen, module, level: int) -> None:
 def compile_kernel(ir_text: str, helpers: tuple, statements: int) -> tuple:
     """(builtin function, serialised library) of a kernel's IR (``@SYMBOL_``): optimised
     at ``opt_level``, turned into object code at ``codegen_level``, and loaded into numba's
-    JIT as numba loads a cached library (the one path for a compile and a cache hit)."""
+    JIT as numba loads a cached library (the one path for a compile and a cache hit).
+    Without helpers to link and while numba is not imported, the same steps run through
+    llvmlite alone (``jit.py``) and the code loads into an engine of its own."""
     import llvmlite.binding as ll
+
+    from . import jit
+
+    symbol = symbol_of(ir_text)
+    text = ir_text.replace("@SYMBOL_", "@" + symbol)
+    if not helpers and jit.standalone():     # numba's steps without importing numba
+        with jit.LOCK:
+            _add_symbols()
+            data = pack((symbol, "object", jit.compile_object(
+                text, opt_level(statements), codegen_level(statements))))
+        return _loaded(ir_text, data)
     from numba.core.compiler_lock import global_compiler_lock
     from numba.core.registry import cpu_target
 
     from .link import _helper
 
-    symbol = symbol_of(ir_text)
-    text = ir_text.replace("@SYMBOL_", "@" + symbol)
     codegen = cpu_target.target_context.codegen()
     with global_compiler_lock:
         _add_symbols()
@@ -209,22 +220,33 @@ def compile_kernel(ir_text: str, helpers: tuple, statements: int) -> tuple:
         _optimise(codegen, module, opt_level(statements))
         obj = _machine(codegen, codegen_level(statements)).emit_object(module)
         data = pack((symbol, "object", (obj, module.as_bitcode())))
+    return _loaded(ir_text, data)
+
+
+def _loaded(ir_text: str, data: bytes) -> tuple:
     fn = load_kernel(ir_text, data)
     if fn is None:
-        raise RuntimeError(f"symgrad: kernel {symbol} compiled but did not load")
+        raise RuntimeError(f"symgrad: kernel {symbol_of(ir_text)} compiled but did not load")
     return fn, data
 
 
 def load_kernel(ir_text: str, data: bytes):
     """The builtin function of a kernel from ``compile_kernel``'s serialised library, or
     None if ``data`` is not one (a foreign or truncated payload)."""
-    from numba.core.compiler_lock import global_compiler_lock
-    from numba.core.registry import cpu_target
+    from . import jit
 
     symbol = symbol_of(ir_text)
     state = unpack(data, symbol)
     if state is None:
         return None
+    if jit.standalone():       # no numba import: the object code in an engine of its own
+        with jit.LOCK:
+            _add_symbols()
+            address, engine = jit.load(state[2][0], symbol)
+        return _builtin(address, symbol, engine) if address else None
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.registry import cpu_target
+
     codegen = cpu_target.target_context.codegen()
     with global_compiler_lock:
         _add_symbols()
