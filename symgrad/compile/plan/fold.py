@@ -167,6 +167,8 @@ def _expr_text(expr, memo: dict) -> str:
 def _alias(tensor, inputs: list, dims) -> Optional[LNode]:
     """The input a node is an identity of, if it is one."""
     op = tensor.op
+    if op not in _ALIAS_OPS:
+        return None
     if op in IDENTITIES:
         return inputs[0]
     if op is S.cast and tensor.dtype == inputs[0].dtype:
@@ -184,9 +186,17 @@ def _alias(tensor, inputs: list, dims) -> Optional[LNode]:
     return None
 
 
+_ALIAS_OPS = IDENTITIES | {S.cast, S.reshape, S.reshape_like, S.broadcast_like, S.unbroadcast,
+                           S.unbroadcast_any, S.expand_dims}   # the ops ``_alias`` may drop
+
+
 def _fold_value(tensor, inputs: list) -> Optional[np.ndarray]:
     """The constant value of a node, when it can be known before any call."""
     op = tensor.op
+    if op not in _FILL_LIKE:             # the common case: a node reading a computed input
+        for i in inputs:
+            if i.value is None:
+                return None
     if op in FILLS and is_fully_known(tensor.shape):
         fill = np.array(FILLS[op], dtype=tensor.dtype)
         return np.broadcast_to(fill, tensor.shape)
@@ -211,6 +221,9 @@ def _fold_value(tensor, inputs: list) -> Optional[np.ndarray]:
     if value.size > FOLD_LIMIT or _inflates(tensor, inputs, value):
         return None
     return value
+
+
+_FILL_LIKE = frozenset(FILLS) | {S.axis_size, S.broadcast_like}   # fold without constants
 
 
 def _matmul_folds(inputs: list) -> bool:
@@ -477,8 +490,13 @@ class Dims:
     def infer(self, node: "LNode") -> tuple:
         op, attrs = node.op, node.attrs
         ins = [i.dims for i in node.inputs]
-        if node.kind == "elementwise":
-            result = self.broadcast(ins)
+        if op.kind == "elementwise":
+            first = ins[0] if ins else None
+            if first is not None and all(d == first for d in ins) and \
+                    str not in map(type, first):
+                result = first          # what ``broadcast`` makes of equal integer dims
+            else:
+                result = self.broadcast(ins)
             if len(result) == len(node.shape):
                 return result
         elif op.symbolic_dims:   # the record's own shape rule, applied to symbolic dims
@@ -491,8 +509,11 @@ def _bypass_broadcasts(inputs: list, dims: "Dims") -> list:
     """An elementwise op broadcasts by itself: it can read x instead of
     ``broadcast_like(x, like)`` (which also frees it from depending on ``like``) when the
     other inputs give the result the same dims anyway."""
-    if not any(i.op is S.broadcast_like for i in inputs) and \
-            not any(isinstance(d, str) for i in inputs for d in i.dims):
+    bcast = S.broadcast_like
+    for i in inputs:
+        if i.op is bcast or str in map(type, i.dims):
+            break
+    else:
         return list(inputs)             # nothing to bypass, no symbolic dims to unify
     target = dims.broadcast([i.dims for i in inputs])
     out = list(inputs)
@@ -526,6 +547,8 @@ def _intern(seen: dict, node: LNode) -> LNode:
 
 
 def _attrs_key(attrs: dict):
+    if not attrs:
+        return ()
     return tuple((k, attrs[k] if k == "expr" else _repr(attrs[k])) for k in sorted(attrs))
 
 

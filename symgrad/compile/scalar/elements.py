@@ -26,6 +26,7 @@ broadcasting.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -331,8 +332,12 @@ def _elementwise(node, args: list, code: ElementCode) -> np.ndarray:
     if formula is None:
         formula = code.templates[key] = node_formula(node)
     shape = tuple(node.shape)
-    columns = [_flat(a, shape) for a in args]
     apply = code.apply
+    if args and math.prod(shape) == 1 and all(a.size == 1 for a in args):
+        out = np.empty(shape, dtype=object)     # one element (most of an unrolled loop's)
+        out[(0,) * len(shape)] = apply(node, formula, [a.reshape(-1)[0] for a in args])
+        return out
+    columns = [_flat(a, shape) for a in args]
     if not columns:
         values = [apply(node, formula, []) for _ in range(int(np.prod(shape, dtype=np.int64)))]
         return _array(values, shape)
