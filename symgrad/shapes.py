@@ -68,7 +68,7 @@ def shapes_compatible(a: Shape, b: Shape) -> bool:
 
 
 def is_fully_known(shape: Shape) -> bool:
-    return all(d is not None for d in shape)
+    return None not in shape
 
 
 def normalize_axes(axis: int | Sequence[int] | None, rank: int, op: str = "op") -> tuple:
