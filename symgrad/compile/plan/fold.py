@@ -492,7 +492,7 @@ class Dims:
         ins = [i.dims for i in node.inputs]
         if op.kind == "elementwise":
             first = ins[0] if ins else None
-            if first is not None and all(d == first for d in ins) and \
+            if first is not None and ins.count(first) == len(ins) and \
                     str not in map(type, first):
                 result = first          # what ``broadcast`` makes of equal integer dims
             else:
@@ -541,7 +541,7 @@ def _intern(seen: dict, node: LNode) -> LNode:
             return node
         key = ("const", node.value.dtype.str, node.value.shape, node.value.tobytes())
     else:
-        key = (node.op, tuple(id(i) for i in node.inputs), node.dtype.str, node.shape,
+        key = (node.op, tuple(map(id, node.inputs)), node.dtype.str, node.shape,
                _attrs_key(node.attrs))
     return seen.setdefault(key, node)
 
@@ -549,7 +549,7 @@ def _intern(seen: dict, node: LNode) -> LNode:
 def _attrs_key(attrs: dict):
     if not attrs:
         return ()
-    return tuple((k, attrs[k] if k == "expr" else _repr(attrs[k])) for k in sorted(attrs))
+    return tuple([(k, attrs[k] if k == "expr" else _repr(attrs[k])) for k in sorted(attrs)])
 
 
 _DTYPE_REPR: dict = {}

@@ -154,8 +154,10 @@ def _unary_consumers(node, consumers: dict) -> list:
         if c.op.kind != "elementwise" or c.value is not None or c.dtype != dtype or \
                 c.dims != dims:
             continue
-        if all(i is node or (i.value is not None and i.uniform is not None)
-               for i in c.inputs):
+        for i in c.inputs:
+            if i is not node and (i.value is None or i.uniform is None):
+                break
+        else:
             out.append(c)
     return out
 
