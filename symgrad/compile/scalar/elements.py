@@ -186,7 +186,7 @@ def _pattern(values: list) -> tuple:
             if k is None:
                 k = slots[id(v)] = len(atoms)
                 atoms.append(v)
-            pattern.append((k, _kind(v)))
+            pattern.append((k, _KIND_OF.get(id(v)) or _kind(v)))
         else:
             pattern.append(v)
     return tuple(pattern), tuple(atoms)
@@ -327,15 +327,16 @@ def _spread(values: list, inverse, shape: tuple) -> np.ndarray:
 
 
 def _elementwise(node, args: list, code: ElementCode) -> np.ndarray:
-    key = ("formula", node.op, _attrs_key(node.attrs), tuple(i.dtype for i in node.inputs))
+    key = ("formula", node.op, _attrs_key(node.attrs) if node.attrs else (),
+           tuple([i.dtype for i in node.inputs]))
     formula = code.templates.get(key)
     if formula is None:
         formula = code.templates[key] = node_formula(node)
     shape = tuple(node.shape)
     apply = code.apply
-    if args and math.prod(shape) == 1 and all(a.size == 1 for a in args):
+    if args and math.prod(shape) == 1 and [a.size for a in args].count(1) == len(args):
         out = np.empty(shape, dtype=object)     # one element (most of an unrolled loop's)
-        out[(0,) * len(shape)] = apply(node, formula, [a.reshape(-1)[0] for a in args])
+        out[(0,) * len(shape)] = apply(node, formula, [a.item() for a in args])
         return out
     columns = [_flat(a, shape) for a in args]
     if not columns:
