@@ -101,12 +101,14 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: Optional[str] = "grad
                          f"{len(ys)}; pass one entry (or None) per y")
     stops = [] if stop_gradients is None else _as_list(stop_gradients)
     _check_tensors(stops, "stop_gradients")
-    placeholders_of(topological_order(ys + xs))  # raises on two placeholders with one name
+    order = topological_order(ys)   # one walk for the checks and the sweep (seeds add none)
+    # the order of ys + xs (raises on two placeholders with one name)
+    placeholders_of(order + topological_order(xs, stop=order))
     stop_ids = {id(s) for s in stops}
-    check_no_prevented(ys, xs, stop_ids)
+    check_no_prevented(ys, xs, stop_ids, order)
     with name_scope(name):
         seeds = [_seed(y, k, g) for k, (y, g) in enumerate(zip(ys, grad_list))]
-        results = reverse_sweep(ys, seeds, xs, stop_ids)
+        results = reverse_sweep(ys, seeds, xs, stop_ids, order)
         return [_finish(x, k, r, ys, policy) for k, (x, r) in enumerate(zip(xs, results))]
 
 

@@ -170,12 +170,14 @@ def _group_contributions(node: Tensor, g: Tensor, pending: dict, final: dict, st
             yield i + 1, contribution, None
 
 
-def reverse_sweep(ys: list, seeds: list, xs: list, stop: set) -> list:
+def reverse_sweep(ys: list, seeds: list, xs: list, stop: set,
+                  order: Optional[list] = None) -> list:
     """Gradients of sum_k <seed_k, y_k> with respect to each x (None where unconnected).
 
-    ``stop`` holds ids of tensors that receive gradients but pass none to their inputs.
+    ``stop`` holds ids of tensors that receive gradients but pass none to their inputs;
+    ``order``: ``topological_order(ys)`` where the caller has it.
     """
-    order = _groups_together(topological_order(ys))
+    order = _groups_together(topological_order(ys) if order is None else order)
     reach = {id(x) for x in xs}
     for node in order:
         if id(node) not in reach and any(id(i) in reach for i in node.inputs):
