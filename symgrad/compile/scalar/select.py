@@ -86,7 +86,16 @@ def _covered(node: LNode) -> bool:
         return False
     if kind == "elementwise" and op.sympy is None:
         return False
-    return _small_value(node, "f") and all(_small_value(i, "fiub") for i in node.inputs)
+    if not _small_value(node, "f"):
+        return False
+    for i in node.inputs:               # _small_value(i, "fiub") with its memo read here
+        found = _SIZED.get(id(i))
+        if found is not None and found[0] is i and i.dtype.kind in "fiub":
+            if not found[1]:
+                return False
+        elif not _small_value(i, "fiub"):
+            return False
+    return True
 
 
 def _weight(node: LNode, known: Optional[dict] = None) -> int:
