@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from typing import Any, Optional
 
 import numpy as np
@@ -60,6 +62,21 @@ def _seed(y: Tensor, k: int, grad_y: Any) -> Tensor:
     return seed
 
 
+@contextmanager
+def _paused_gc():
+    """Python's cycle collector held off during the sweep: it makes a node per
+    contribution (no cyclic garbage), and each collection walks the whole graph; it
+    catches up when the sweep ends (as ``compile``'s passes do, ``plan.fold.paused_gc``)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: Optional[str] = "gradients",
               gate_gradients: bool = False, aggregation_method: Any = None,
               stop_gradients: Any = None,
@@ -106,7 +123,7 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: Optional[str] = "grad
     placeholders_of(order + topological_order(xs, stop=order))
     stop_ids = {id(s) for s in stops}
     check_no_prevented(ys, xs, stop_ids, order)
-    with name_scope(name):
+    with name_scope(name), _paused_gc():
         seeds = [_seed(y, k, g) for k, (y, g) in enumerate(zip(ys, grad_list))]
         results = reverse_sweep(ys, seeds, xs, stop_ids, order)
         return [_finish(x, k, r, ys, policy) for k, (x, r) in enumerate(zip(xs, results))]
