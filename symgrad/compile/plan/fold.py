@@ -379,40 +379,41 @@ def _fold_graph(outputs: list, placeholders: Optional[list]) -> FoldedGraph:
         made[id(p)] = LNode(p, p.op, (), {})
         made[id(p)].dims = dims.fresh(p.shape)
     for tensor in order:
-        if id(tensor) in made:
+        key, op = id(tensor), tensor.op
+        if key in made:
             continue
-        if tensor.op is CONSTANT:
-            made[id(tensor)] = _intern(seen, LNode(tensor, tensor.op, (), {},
-                                                   value=tensor.attrs["value"]))
+        if op is CONSTANT:
+            made[key] = _intern(seen, LNode(tensor, op, (), {}, value=tensor.attrs["value"]))
             continue
-        if tensor.op is PLACEHOLDER:
-            made[id(tensor)] = LNode(tensor, tensor.op, (), {})
-            made[id(tensor)].dims = dims.fresh(tensor.shape)
+        if op is PLACEHOLDER:
+            made[key] = LNode(tensor, op, (), {})
+            made[key].dims = dims.fresh(tensor.shape)
             continue
         inputs = [made[id(i)] for i in tensor.inputs]
-        if tensor.op.kind == "elementwise":
+        elementwise = op.kind == "elementwise"
+        if elementwise:
             inputs = _bypass_broadcasts(inputs, dims)
         alias = _alias(tensor, inputs, dims)
         if alias is not None:
-            made[id(tensor)] = alias
+            made[key] = alias
             continue
-        if tensor.op.kind == "elementwise":
+        if elementwise:
             hoisted = _hoist_broadcast(tensor, inputs, dims)
             if hoisted is not None:
                 const, bcast, like = hoisted
                 const = _intern(seen, LNode(const, const.op, (), {}, value=const.attrs["value"]))
                 node = LNode(bcast, bcast.op, (const, like), {})
                 node.dims = like.dims
-                made[id(tensor)] = _intern(seen, node)
+                made[key] = _intern(seen, node)
                 continue
         value = _fold_value(tensor, inputs)
         if value is not None:
             node = LNode(tensor, CONSTANT, (), {}, value=np.asarray(value, tensor.dtype))
         else:
             node = outer_product(tensor, inputs, lambda op, ins: LNode(tensor, op, ins, {}))
-            node = node or LNode(tensor, tensor.op, inputs, dict(tensor.attrs))
+            node = node or LNode(tensor, op, inputs, dict(tensor.attrs))
             node.dims = dims.infer(node)
-        made[id(tensor)] = _intern(seen, node)
+        made[key] = _intern(seen, node)
     new_outputs = [None if o is None else made[id(o)] for o in outputs]
     roots = [made[id(p)] for p in placeholders] + [o for o in new_outputs if o is not None]
     order = _order(roots)
