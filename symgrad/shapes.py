@@ -41,6 +41,8 @@ def format_shape(shape: Shape) -> str:
 
 def broadcast_shapes(shapes: Sequence[Shape], op: str = "op", names: Sequence[str] = ()) -> Shape:
     """numpy broadcasting of static shapes; None matches anything."""
+    if len(shapes) == 2 and shapes[0] == shapes[1] and type(shapes[0]) is tuple:
+        return shapes[0]          # what the columns below make of two equal shapes
     rank = max((len(s) for s in shapes), default=0)
     out = []
     for k in range(rank):
@@ -66,7 +68,7 @@ def shapes_compatible(a: Shape, b: Shape) -> bool:
 
 
 def is_fully_known(shape: Shape) -> bool:
-    return all(d is not None for d in shape)
+    return None not in shape
 
 
 def normalize_axes(axis: int | Sequence[int] | None, rank: int, op: str = "op") -> tuple:

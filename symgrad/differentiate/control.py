@@ -68,15 +68,18 @@ def prevent_gradient(x: Any, message: str = "", name: Optional[str] = None) -> A
     return apply(PREVENT_GRADIENT, (x,), {"message": message}, name)
 
 
-def check_no_prevented(ys: list, xs: list, stop_ids: set) -> None:
+def check_no_prevented(ys: list, xs: list, stop_ids: set, order: Optional[list] = None) -> None:
     """LookupError if a ``prevent_gradient`` node would be asked for its gradient.
 
     That is TF's graph rule: the node depends on an x, and a gradient reaches it from a y
     through tensors not listed in ``stop_gradients`` (whose ops pass nothing back).
     ``sg.stop_gradient`` does not shield it: TF looks up the gradient function of every op
-    between xs and ys.
+    between xs and ys. ``order``: ``topological_order(ys)`` where the caller has it.
     """
-    order = topological_order(ys)
+    if order is None:
+        order = topological_order(ys)
+    if not any(node.op is PREVENT_GRADIENT for node in order):
+        return                      # nothing to find (the walks below cost a graph each)
     origin = {id(x): k for k, x in enumerate(xs)}
     for node in order:
         if id(node) not in origin:

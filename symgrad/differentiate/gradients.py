@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from typing import Any, Optional
 
 import numpy as np
@@ -56,6 +58,21 @@ def _seed(y: Tensor, k: int, grad_y: Any) -> Tensor:
     return seed
 
 
+@contextmanager
+def _paused_gc():
+    """Python's cycle collector held off during the sweep: it makes a node per
+    contribution (no cyclic garbage), and each collection walks the whole graph; it
+    catches up when the sweep ends (as ``compile``'s passes do, ``plan.fold.paused_gc``)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: Optional[str] = "gradients",
               gate_gradients: bool = False, aggregation_method: Any = None,
               stop_gradients: Any = None,
@@ -97,12 +114,14 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: Optional[str] = "grad
                          f"{len(ys)}; pass one entry (or None) per y")
     stops = [] if stop_gradients is None else _as_list(stop_gradients)
     _check_tensors(stops, "stop_gradients")
-    placeholders_of(topological_order(ys + xs))  # raises on two placeholders with one name
+    order = topological_order(ys)   # one walk for the checks and the sweep (seeds add none)
+    # the order of ys + xs (raises on two placeholders with one name)
+    placeholders_of(order + topological_order(xs, stop=order))
     stop_ids = {id(s) for s in stops}
-    check_no_prevented(ys, xs, stop_ids)
-    with name_scope(name):
+    check_no_prevented(ys, xs, stop_ids, order)
+    with name_scope(name), _paused_gc():
         seeds = [_seed(y, k, g) for k, (y, g) in enumerate(zip(ys, grad_list))]
-        results = reverse_sweep(ys, seeds, xs, stop_ids)
+        results = reverse_sweep(ys, seeds, xs, stop_ids, order)
         return [_finish(x, k, r, ys, policy) for k, (x, r) in enumerate(zip(xs, results))]
 
 

@@ -12,6 +12,7 @@ cos(_0)
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Optional
 
 import sympy as sp
 
@@ -69,11 +70,18 @@ def _partial(op, kinds: tuple, attrs_items: tuple, index: int) -> sp.Expr:
     return derivative
 
 
-def local_partial(node, index: int) -> sp.Expr:
-    """d node / d node.inputs[index] over the symbols ``_0, _1, ...`` of its inputs."""
-    kinds = tuple(dtype_kind(t.dtype) for t in node.inputs)
+def node_key(node) -> tuple:
+    """(the input kinds, ``attrs_key``) that ``local_partial`` and ``has_float_path``
+    look a node up by: a caller asking for several inputs makes it once."""
+    return tuple([dtype_kind(t.dtype) for t in node.inputs]), attrs_key(node)
+
+
+def local_partial(node, index: int, key: Optional[tuple] = None) -> sp.Expr:
+    """d node / d node.inputs[index] over the symbols ``_0, _1, ...`` of its inputs
+    (``key``: ``node_key(node)`` where the caller has it)."""
+    kinds, items = node_key(node) if key is None else key
     try:
-        return _partial(node.op, kinds, attrs_key(node), index)
+        return _partial(node.op, kinds, items, index)
     except NoGradientError as exc:
         raise NoGradientError(f"{exc} (at tensor '{node.name}')") from None
 
@@ -97,7 +105,8 @@ def _uses_as_value(op, kinds: tuple, attrs_items: tuple, index: int) -> bool:
     return symbols[index] in value_symbols(op.formula(symbols, _attrs(attrs_items)))
 
 
-def has_float_path(node, index: int) -> bool:
-    """Whether node.inputs[index] reaches node's value other than through a condition."""
-    kinds = tuple(dtype_kind(t.dtype) for t in node.inputs)
-    return _uses_as_value(node.op, kinds, attrs_key(node), index)
+def has_float_path(node, index: int, key: Optional[tuple] = None) -> bool:
+    """Whether node.inputs[index] reaches node's value other than through a condition
+    (``key``: ``node_key(node)`` where the caller has it)."""
+    kinds, items = node_key(node) if key is None else key
+    return _uses_as_value(node.op, kinds, items, index)

@@ -25,7 +25,7 @@ from ..graph.tensor import Tensor
 from ..graph.traversal import topological_order
 from ..ops.functions import F
 from ..ops.symbols import dtype_kind, input_symbol
-from .partials import has_float_path, local_partial
+from .partials import has_float_path, local_partial, node_key
 
 
 def _needs_unbroadcast(contribution_shape: tuple, target_shape: tuple) -> bool:
@@ -81,15 +81,17 @@ def _contribution_form(partial: sp.Expr, g_kind: str, masked: bool, kinds: tuple
 
 def _elementwise_contributions(node: Tensor, g: Tensor, mask: Optional[Tensor], wanted: set):
     op_masks = node.op.grad_mask(*node.inputs) if node.op.grad_mask else None
-    kinds = tuple(dtype_kind(t.dtype) for t in node.inputs)
+    key = node_key(node)
+    kinds = key[0]
     for i, inp in enumerate(node.inputs):
-        if not is_floating(inp.dtype) or id(inp) not in wanted or not has_float_path(node, i):
+        if not is_floating(inp.dtype) or id(inp) not in wanted or \
+                not has_float_path(node, i, key):
             continue
-        partial = local_partial(node, i)
+        partial = local_partial(node, i, key)
         out_mask = mask
         if op_masks is not None and op_masks[i] is not None:
             out_mask = op_masks[i] if mask is None else F.logical_and(mask, op_masks[i])
-        if partial == 1 and mask is None:
+        if mask is None and partial.is_Number and partial == 1:   # (sympy's == sympifies)
             yield i, g, out_mask
             continue
         expression, keep = _contribution_form(partial, dtype_kind(g.dtype), mask is not None,
@@ -170,12 +172,14 @@ def _group_contributions(node: Tensor, g: Tensor, pending: dict, final: dict, st
             yield i + 1, contribution, None
 
 
-def reverse_sweep(ys: list, seeds: list, xs: list, stop: set) -> list:
+def reverse_sweep(ys: list, seeds: list, xs: list, stop: set,
+                  order: Optional[list] = None) -> list:
     """Gradients of sum_k <seed_k, y_k> with respect to each x (None where unconnected).
 
-    ``stop`` holds ids of tensors that receive gradients but pass none to their inputs.
+    ``stop`` holds ids of tensors that receive gradients but pass none to their inputs;
+    ``order``: ``topological_order(ys)`` where the caller has it.
     """
-    order = _groups_together(topological_order(ys))
+    order = _groups_together(topological_order(ys) if order is None else order)
     reach = {id(x) for x in xs}
     for node in order:
         if id(node) not in reach and any(id(i) in reach for i in node.inputs):

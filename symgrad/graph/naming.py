@@ -33,6 +33,9 @@ def name_scope(scope: Optional[str]) -> Iterator[None]:
 
 def unique_name(base: str, given: Optional[str] = None) -> str:
     """``given`` (scoped) if the user named the node, else ``base_N``."""
-    prefix = "/".join(_stack())
+    stack = getattr(_state, "stack", None)
+    if not stack:                   # no scope: most nodes (the same names as below)
+        return given if given else f"{base}_{next(_counters[('', base)])}"
+    prefix = "/".join(stack)
     name = given if given else f"{base}_{next(_counters[(prefix, base)])}"
     return f"{prefix}/{name}" if prefix else name

@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ..dtypes import as_dtype, is_bool, literal_dtype
-from ..errors import DTypeError, EagerMixError
+from ..errors import DTypeError, EagerMixError, ShapeError
 from ..graph.naming import unique_name
 from ..graph.tensor import Tensor
 from ..shapes import broadcast_shapes
@@ -57,6 +57,11 @@ def _check_plain_value(op: OpDef, k: int, value: Any) -> None:
 def apply(op: OpDef, inputs: tuple, attrs: Optional[dict] = None, name: Optional[str] = None):
     """Apply ``op``: a new graph node when any input is symbolic, else an eager value."""
     attrs = attrs or {}
+    if inputs and all(isinstance(i, Tensor) for i in inputs) and \
+            not (_eager_types and any(isinstance(i, _eager_types) for i in inputs)):
+        tensors = tuple(inputs)    # a graph node of graph nodes (what the checks below pass)
+        shape, dtype = infer(op, tensors, attrs)
+        return Tensor(op, tensors, attrs, shape, dtype, unique_name(op.name, name))
     for k, value in enumerate(inputs):
         if value is None:
             raise TypeError(f"sg.{op.name}: argument {k} is None; expected a Tensor, an eager "
@@ -100,8 +105,11 @@ def infer(op: OpDef, tensors: tuple, attrs: dict) -> tuple:
     if op.kind == "structural":
         shape, dtype = op.infer(*tensors, **attrs)
         return tuple(shape), as_dtype(dtype)
-    names = [f"'{t.name}'" for t in tensors]
-    shape = broadcast_shapes([t.shape for t in tensors], op=op.name, names=names)
+    shapes = [t.shape for t in tensors]
+    try:
+        shape = broadcast_shapes(shapes, op=op.name)
+    except ShapeError:          # again, naming the tensors
+        shape = broadcast_shapes(shapes, op=op.name, names=[f"'{t.name}'" for t in tensors])
     if op.dtype_rule is not None:
         return shape, as_dtype(op.dtype_rule(*[t.dtype for t in tensors], **attrs))
     return shape, probe_dtype(op, tuple(t.dtype for t in tensors))

@@ -24,7 +24,15 @@ def input_symbol(index: int, kind: str) -> sp.Symbol:
 
 
 def dtype_kind(dtype) -> str:
-    return "b" if is_bool(dtype) else "i" if is_integer(dtype) else "f"
+    found = _KIND_OF.get(dtype) if isinstance(dtype, np.dtype) else None
+    if found is None:
+        found = "b" if is_bool(dtype) else "i" if is_integer(dtype) else "f"
+        if isinstance(dtype, np.dtype):
+            _KIND_OF[dtype] = found
+    return found
+
+
+_KIND_OF: dict = {}     # dtype -> dtype_kind (a dtype's kind goes through np.dtype twice)
 
 
 def input_symbols(dtypes) -> tuple:

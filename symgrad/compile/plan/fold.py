@@ -167,6 +167,8 @@ def _expr_text(expr, memo: dict) -> str:
 def _alias(tensor, inputs: list, dims) -> Optional[LNode]:
     """The input a node is an identity of, if it is one."""
     op = tensor.op
+    if op not in _ALIAS_OPS:
+        return None
     if op in IDENTITIES:
         return inputs[0]
     if op is S.cast and tensor.dtype == inputs[0].dtype:
@@ -184,9 +186,17 @@ def _alias(tensor, inputs: list, dims) -> Optional[LNode]:
     return None
 
 
+_ALIAS_OPS = IDENTITIES | {S.cast, S.reshape, S.reshape_like, S.broadcast_like, S.unbroadcast,
+                           S.unbroadcast_any, S.expand_dims}   # the ops ``_alias`` may drop
+
+
 def _fold_value(tensor, inputs: list) -> Optional[np.ndarray]:
     """The constant value of a node, when it can be known before any call."""
     op = tensor.op
+    if op not in _FILL_LIKE:             # the common case: a node reading a computed input
+        for i in inputs:
+            if i.value is None:
+                return None
     if op in FILLS and is_fully_known(tensor.shape):
         fill = np.array(FILLS[op], dtype=tensor.dtype)
         return np.broadcast_to(fill, tensor.shape)
@@ -211,6 +221,9 @@ def _fold_value(tensor, inputs: list) -> Optional[np.ndarray]:
     if value.size > FOLD_LIMIT or _inflates(tensor, inputs, value):
         return None
     return value
+
+
+_FILL_LIKE = frozenset(FILLS) | {S.axis_size, S.broadcast_like}   # fold without constants
 
 
 def _matmul_folds(inputs: list) -> bool:
@@ -366,40 +379,41 @@ def _fold_graph(outputs: list, placeholders: Optional[list]) -> FoldedGraph:
         made[id(p)] = LNode(p, p.op, (), {})
         made[id(p)].dims = dims.fresh(p.shape)
     for tensor in order:
-        if id(tensor) in made:
+        key, op = id(tensor), tensor.op
+        if key in made:
             continue
-        if tensor.op is CONSTANT:
-            made[id(tensor)] = _intern(seen, LNode(tensor, tensor.op, (), {},
-                                                   value=tensor.attrs["value"]))
+        if op is CONSTANT:
+            made[key] = _intern(seen, LNode(tensor, op, (), {}, value=tensor.attrs["value"]))
             continue
-        if tensor.op is PLACEHOLDER:
-            made[id(tensor)] = LNode(tensor, tensor.op, (), {})
-            made[id(tensor)].dims = dims.fresh(tensor.shape)
+        if op is PLACEHOLDER:
+            made[key] = LNode(tensor, op, (), {})
+            made[key].dims = dims.fresh(tensor.shape)
             continue
         inputs = [made[id(i)] for i in tensor.inputs]
-        if tensor.op.kind == "elementwise":
+        elementwise = op.kind == "elementwise"
+        if elementwise:
             inputs = _bypass_broadcasts(inputs, dims)
         alias = _alias(tensor, inputs, dims)
         if alias is not None:
-            made[id(tensor)] = alias
+            made[key] = alias
             continue
-        if tensor.op.kind == "elementwise":
+        if elementwise:
             hoisted = _hoist_broadcast(tensor, inputs, dims)
             if hoisted is not None:
                 const, bcast, like = hoisted
                 const = _intern(seen, LNode(const, const.op, (), {}, value=const.attrs["value"]))
                 node = LNode(bcast, bcast.op, (const, like), {})
                 node.dims = like.dims
-                made[id(tensor)] = _intern(seen, node)
+                made[key] = _intern(seen, node)
                 continue
         value = _fold_value(tensor, inputs)
         if value is not None:
             node = LNode(tensor, CONSTANT, (), {}, value=np.asarray(value, tensor.dtype))
         else:
             node = outer_product(tensor, inputs, lambda op, ins: LNode(tensor, op, ins, {}))
-            node = node or LNode(tensor, tensor.op, inputs, dict(tensor.attrs))
+            node = node or LNode(tensor, op, inputs, dict(tensor.attrs))
             node.dims = dims.infer(node)
-        made[id(tensor)] = _intern(seen, node)
+        made[key] = _intern(seen, node)
     new_outputs = [None if o is None else made[id(o)] for o in outputs]
     roots = [made[id(p)] for p in placeholders] + [o for o in new_outputs if o is not None]
     order = _order(roots)
@@ -477,8 +491,13 @@ class Dims:
     def infer(self, node: "LNode") -> tuple:
         op, attrs = node.op, node.attrs
         ins = [i.dims for i in node.inputs]
-        if node.kind == "elementwise":
-            result = self.broadcast(ins)
+        if op.kind == "elementwise":
+            first = ins[0] if ins else None
+            if first is not None and ins.count(first) == len(ins) and \
+                    str not in map(type, first):
+                result = first          # what ``broadcast`` makes of equal integer dims
+            else:
+                result = self.broadcast(ins)
             if len(result) == len(node.shape):
                 return result
         elif op.symbolic_dims:   # the record's own shape rule, applied to symbolic dims
@@ -491,8 +510,11 @@ def _bypass_broadcasts(inputs: list, dims: "Dims") -> list:
     """An elementwise op broadcasts by itself: it can read x instead of
     ``broadcast_like(x, like)`` (which also frees it from depending on ``like``) when the
     other inputs give the result the same dims anyway."""
-    if not any(i.op is S.broadcast_like for i in inputs) and \
-            not any(isinstance(d, str) for i in inputs for d in i.dims):
+    bcast = S.broadcast_like
+    for i in inputs:
+        if i.op is bcast or str in map(type, i.dims):
+            break
+    else:
         return list(inputs)             # nothing to bypass, no symbolic dims to unify
     target = dims.broadcast([i.dims for i in inputs])
     out = list(inputs)
@@ -520,13 +542,15 @@ def _intern(seen: dict, node: LNode) -> LNode:
             return node
         key = ("const", node.value.dtype.str, node.value.shape, node.value.tobytes())
     else:
-        key = (node.op, tuple(id(i) for i in node.inputs), node.dtype.str, node.shape,
+        key = (node.op, tuple(map(id, node.inputs)), node.dtype.str, node.shape,
                _attrs_key(node.attrs))
     return seen.setdefault(key, node)
 
 
 def _attrs_key(attrs: dict):
-    return tuple((k, attrs[k] if k == "expr" else _repr(attrs[k])) for k in sorted(attrs))
+    if not attrs:
+        return ()
+    return tuple([(k, attrs[k] if k == "expr" else _repr(attrs[k])) for k in sorted(attrs)])
 
 
 _DTYPE_REPR: dict = {}

@@ -149,11 +149,15 @@ def _inside(expr: sp.Expr) -> frozenset:
 def _unary_consumers(node, consumers: dict) -> list:
     """Elementwise consumers of ``node`` that read nothing else (but uniform constants)."""
     out = []
+    dtype, dims = node.dtype, node.dims
     for c in consumers.get(id(node), ()):
-        if c.kind != "elementwise" or c.is_const or c.dtype != node.dtype or \
-                c.dims != node.dims:
+        if c.op.kind != "elementwise" or c.value is not None or c.dtype != dtype or \
+                c.dims != dims:
             continue
-        if all(i is node or (i.is_const and i.uniform is not None) for i in c.inputs):
+        for i in c.inputs:
+            if i is not node and (i.value is None or i.uniform is None):
+                break
+        else:
             out.append(c)
     return out
 
@@ -169,13 +173,18 @@ def _slot(k: int) -> sp.Dummy:
     return _SLOTS[k]
 
 
-def _pattern_table(i, k: int, consumers: dict) -> dict:
-    """{formula over slot k: [(position, consumer)]} of the unary consumers of ``i``
-    worth reading back (see ``_expensive``)."""
+def _candidates(i, consumers: dict) -> list:
+    """[(position, consumer)] of the unary consumers of ``i`` whose formula may call a
+    function (``_may_be_expensive``): the only ones a pattern table can hold."""
+    return [(pos, t) for pos, t in enumerate(_unary_consumers(i, consumers))
+            if _may_be_expensive(t)]
+
+
+def _pattern_table(candidates: list, k: int) -> dict:
+    """{formula over slot k: [(position, consumer)]} of ``candidates`` (an input's, from
+    ``_candidates``) worth reading back (see ``_expensive``)."""
     table: dict = {}
-    for pos, t in enumerate(_unary_consumers(i, consumers)):
-        if not _may_be_expensive(t):
-            continue
+    for pos, t in candidates:
         pattern = _formula(t, [_slot(k) for _ in t.inputs])
         if _expensive(pattern):
             table.setdefault(pattern, []).append((pos, t))
@@ -187,21 +196,30 @@ def reuse_values(order: list, consumers: dict, expr_op) -> int:
     recomputing it; returns how many nodes changed (the caller re-sorts the graph).
 
     Linear in the graph: the patterns of an input's consumers are built once per input
-    slot, and a node looks its formula's subexpressions up in them."""
+    slot, and a node looks its formula's subexpressions up in them; a node none of whose
+    inputs has such a consumer is passed over without building its formula."""
     changed = 0
-    tables: dict = {}     # id(i) -> {k: _pattern_table(i, k)}
+    tables: dict = {}     # id(i) -> {None: _candidates(i), k: _pattern_table(i, k)}
     for node in order:
-        if node.kind != "elementwise" or node.is_const or node.dtype.kind != "f":
+        if node.op.kind != "elementwise" or node.value is not None or \
+                node.dtype.kind != "f":
             continue
+        by_input = []
+        for i in node.inputs:
+            by_slot = tables.get(id(i))
+            if by_slot is None:
+                by_slot = tables[id(i)] = {None: _candidates(i, consumers)}
+            by_input.append(by_slot)
+        if not any(by_slot[None] for by_slot in by_input):
+            continue                          # no table holds a pattern: nothing to match
         inputs = list(node.inputs)
         symbols = [_slot(k) for k in range(len(inputs))]
         formula = _formula(node, symbols)
         inside = _inside(formula)
         matches, seen = [], {id(node)}
-        for k, i in enumerate(node.inputs):
-            by_slot = tables.setdefault(id(i), {})
+        for k, by_slot in enumerate(by_input):
             if k not in by_slot:
-                by_slot[k] = _pattern_table(i, k, consumers)
+                by_slot[k] = _pattern_table(by_slot[None], k)
             table = by_slot[k]
             for e in inside:
                 for pos, t in table.get(e, ()):

@@ -95,17 +95,20 @@ class _Folder:
     def prime(self, order: list) -> None:
         """``reaches`` and ``stack_axis`` of every node of a topological ``order`` in one
         pass, inputs first (no recursion, the same answers)."""
-        reach = self.reach
+        reach, stack, grad = self.reach, L.stack, S.getitem_grad
         for t in order:
             op = t.op
-            if op is L.stack:
+            if op is stack:
                 found, axis = True, t.attrs["axis"] - t.ndim
             elif op.kind == "elementwise":
-                found = any(reach[id(i)][0] for i in t.inputs)
-                axis = next((a for a in (reach[("axis", id(i))][0] for i in t.inputs)
-                             if a is not None), None)
+                found, axis = False, None
+                for i in t.inputs:          # any input reaches; the first input's axis
+                    if not found and reach[id(i)][0]:
+                        found = True
+                    if axis is None:
+                        axis = reach[("axis", id(i))][0]
             else:
-                found, axis = op is S.getitem_grad and select_of(t) is not None, None
+                found, axis = op is grad and select_of(t) is not None, None
             reach[id(t)] = (found, t)
             reach[("axis", id(t))] = (axis, t)
 
@@ -205,16 +208,20 @@ def _fold(outputs: list, order: list, folder: _Folder) -> list:
         return outputs
     new: dict = {}
     wanted = {id(o) for o in outputs if o is not None}
+    selects = (L.unstack, S.getitem)            # select_of's ops but the scatter's
+    get = new.get
     for t in order:
-        args = [new.get(id(i), i) for i in t.inputs]
-        found = select_of(t) if t.op is not S.getitem_grad else None
+        args = [get(id(i), i) for i in t.inputs]
+        found = select_of(t) if t.op in selects else None
         if found is not None and folder.reaches(args[0]):
             moved = folder.select(args[0], found[1], found[2])
             if moved is not None:
                 new[id(t)] = moved
                 continue
-        if any(a is not i for a, i in zip(args, t.inputs)):
-            new[id(t)] = _rebuilt(t, args)
+        for a, i in zip(args, t.inputs):
+            if a is not i:
+                new[id(t)] = _rebuilt(t, args)
+                break
         split = folder.split(new.get(id(t), t)) if id(t) in wanted else None
         if split is not None:
             new[id(t)] = split

@@ -26,6 +26,7 @@ broadcasting.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -187,7 +188,7 @@ def _pattern(values: list) -> tuple:
             if k is None:
                 k = slots[id(v)] = len(atoms)
                 atoms.append(v)
-            pattern.append((k, _kind(v)))
+            pattern.append((k, _KIND_OF.get(id(v)) or _kind(v)))
         else:
             pattern.append(v)
     return tuple(pattern), tuple(atoms)
@@ -348,12 +349,17 @@ def _spread(values: list, inverse, shape: tuple) -> np.ndarray:
 
 
 def _elementwise(node, args: list, code: ElementCode) -> np.ndarray:
-    key = ("formula", node.op, _attrs_key(node.attrs), tuple(i.dtype for i in node.inputs))
+    key = ("formula", node.op, _attrs_key(node.attrs) if node.attrs else (),
+           tuple([i.dtype for i in node.inputs]))
     formula = code.templates.get(key)
     if formula is None:
         formula = code.templates[key] = node_formula(node)
     shape = tuple(node.shape)
     apply = code.apply
+    if args and math.prod(shape) == 1 and [a.size for a in args].count(1) == len(args):
+        out = np.empty(shape, dtype=object)     # one element (most of an unrolled loop's)
+        out[(0,) * len(shape)] = apply(node, formula, [a.item() for a in args])
+        return out
     if not args:
         values = [apply(node, formula, []) for _ in range(int(np.prod(shape, dtype=np.int64)))]
         return _array(values, shape)
@@ -420,19 +426,19 @@ _REPLAY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a
 def _form(v, slots: dict, atoms: list):
     """A hashable key of a recorded element's form (symbols as slots by first
     occurrence, ``slots``/``atoms`` filled)."""
-    if isinstance(v, _Sum):
-        if v.op is None:
-            v = v.a
-        else:
-            return (v.op, _form(v.a, slots, atoms),
-                    None if v.b is None else _form(v.b, slots, atoms))
+    if type(v) is _Sum:                 # about a million calls for 200 matmul layers
+        op = v.op
+        if op is not None:
+            b = v.b
+            return (op, _form(v.a, slots, atoms), None if b is None else _form(b, slots, atoms))
+        v = v.a
     if isinstance(v, sp.Basic):
         if v.is_Symbol and v is not ZERO:
             k = slots.get(id(v))
             if k is None:
                 k = slots[id(v)] = len(atoms)
                 atoms.append(v)
-            return k, _kind(v)
+            return k, _KIND_OF.get(id(v)) or _kind(v)
         return "n", v
     return "p", type(v), v
 

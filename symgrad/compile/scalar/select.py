@@ -78,13 +78,24 @@ _SIZED: dict = {}
 
 
 def _covered(node: LNode) -> bool:
-    if node.is_const or node.kind == "source":
+    op = node.op
+    kind = op.kind
+    if node.value is not None or kind == "source":
         return False
-    if node.kind != "elementwise" and node.op not in ELEMENT_RULES:
+    if kind != "elementwise" and op not in ELEMENT_RULES:
         return False
-    if node.kind == "elementwise" and node.op.sympy is None:
+    if kind == "elementwise" and op.sympy is None:
         return False
-    return _small_value(node, "f") and all(_small_value(i, "fiub") for i in node.inputs)
+    if not _small_value(node, "f"):
+        return False
+    for i in node.inputs:               # _small_value(i, "fiub") with its memo read here
+        found = _SIZED.get(id(i))
+        if found is not None and found[0] is i and i.dtype.kind in "fiub":
+            if not found[1]:
+                return False
+        elif not _small_value(i, "fiub"):
+            return False
+    return True
 
 
 def _weight(node: LNode, known: Optional[dict] = None) -> int:
@@ -129,6 +140,8 @@ class _Regions:
 
     def roots(self, regions) -> set:
         out: set = set()
+        if not regions:
+            return out
         stack = [self.find(r) for r in regions]
         while stack:
             r = stack.pop()
@@ -142,18 +155,24 @@ class _Regions:
         deps: set = set()
         for i in node.inputs:
             r = self.region.get(id(i))
-            if r is not None and self.find(r) in trial:
-                deps |= self.anc[self.find(r)]
-            else:
-                deps |= self.deps.get(id(i), set())
+            if r is not None:
+                r = self.find(r)
+                if r in trial:
+                    deps |= self.anc[r]
+                    continue
+            found = self.deps.get(id(i))
+            if found:
+                deps |= found
         return self.roots(deps)
 
     def place(self, node: LNode) -> None:
         candidates: list = []
         for i in node.inputs:
             r = self.region.get(id(i))
-            if r is not None and self.find(r) not in candidates:
-                candidates.append(self.find(r))
+            if r is not None:
+                r = self.find(r)
+                if r not in candidates:
+                    candidates.append(r)
         chosen: set = set()
         ext = None                          # external(node, chosen) once known
         for r in candidates:
@@ -199,7 +218,9 @@ class _Regions:
     def pass_through(self, node: LNode) -> None:
         deps: set = set()
         for i in node.inputs:
-            deps |= self.deps.get(id(i), set())
+            found = self.deps.get(id(i))
+            if found:
+                deps |= found
         if deps:
             self.deps[id(node)] = self.roots(deps)
 

@@ -72,7 +72,8 @@ class LoweredRegion:
 
 
 def _float_dtype(region: ScalarRegion) -> str:
-    floats = {n.dtype.name for n in region.members + region.inputs if n.dtype.kind == "f"}
+    floats = {d.name for d in {n.dtype for n in region.members + region.inputs}
+              if d.kind == "f"}       # names of the distinct dtypes (a Python property)
     return "float32" if floats == {"float32"} else "float64"
 
 
@@ -161,8 +162,8 @@ def _native(name: str, region: ScalarRegion, statements: list, reads: list, used
 
     if not NATIVE or jit_disabled():
         return None, "the IR path is off (scalar.source.NATIVE)"
-    bad = sorted({n.dtype.name for n in region.inputs + region.members + region.outputs
-                  if n.dtype.name not in _IR_KINDS})
+    bad = sorted({d.name for d in {n.dtype for n in region.inputs + region.members +
+                                   region.outputs} if d.name not in _IR_KINDS})
     if bad:
         return None, f"{', '.join(bad)} values (the IR writer covers float64 and bool)"
     kinds = {}
@@ -259,7 +260,8 @@ def lower_region(region: ScalarRegion) -> LoweredRegion:
     exprs = [t.expr for t in templates] + [e for a in results for e in a.flat]
     temps = {s.symbol for s in statements}
     outputs = list(dict.fromkeys(e for a in results for e in a.flat if e in temps))
-    ir_types = all(n.dtype.name in ("float64", "bool") for n in region.inputs + region.members)
+    ir_types = all(d.name in ("float64", "bool")
+                   for d in {n.dtype for n in region.inputs + region.members})
     body = _llvm_body(name + "_body", statements, read_symbols, outputs, exprs,
                       float_dtype, shared) if ir_types else None   # float32 and integers: numba's
     head = []
