@@ -112,8 +112,11 @@ CASES = {  # each: (x, z, s, v) -> list of outputs; run on placeholders and on V
 }
 
 
-def _feed():
-    return {X: _value((3, 4)), Z: _value((3, 4)), S: _value((4, 4)), V: _value((4,))}
+def _feed(seed=17):
+    """The same values whatever ran before in this process (xdist's order varies)."""
+    rng = np.random.default_rng(seed)
+    return {x: rng.uniform(-1.5, 1.5, shape) for x, shape in
+            ((X, (3, 4)), (Z, (3, 4)), (S, (4, 4)), (V, (4,)))}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -125,10 +128,12 @@ def test_jvp_matches_vjp(case):
 def test_jvp_of_gradient_graph_matches_vjp():
     """The gradient graph (getitem_grad, unbroadcast, gather_grad, tile_grad, concat_part,
     diag_fill, prod_others, linrec, shift, expr nodes...) has forward rules too."""
-    ys = [y for case in CASES.values() for y in case(X, Z, S, V)]
-    total = sum(sg.reduce_sum(y * y) for y in ys)
-    grads = sg.gradients(total, [X, Z, S, V])
-    assert_identity(grads, [X, Z, S, V], _feed(), rtol=1e-8)
+    for cases, rtol in ((sorted(set(CASES) - {"cast"}), 1e-9), (["cast"], 1e-5)):
+        ys = [y for case in cases for y in CASES[case](X, Z, S, V)]
+        total = sum(sg.reduce_sum(y * y) for y in ys)
+        grads = [g for g in sg.gradients(total, [X, Z, S, V]) if g is not None]
+        for seed in range(3):       # float32 rounding in "cast", as in test_jvp_matches_vjp
+            assert_identity(grads, [X, Z, S, V], _feed(seed), rtol=rtol)
 
 
 def test_jvp_against_finite_differences():
