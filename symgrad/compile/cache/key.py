@@ -27,7 +27,7 @@ from . import modules as cache
 
 __all__ = ["CODEGEN_VERSION", "compile_key"]
 
-CODEGEN_VERSION = "15"   # 15: mostly-zero outputs zero-filled by memset, linalg checks defined in the IR; 14: loop kernels as IR (native_loops) and scalar bodies' arguments named by their reads; 12: whole-kernel IR: failed linalg checks fall back; 11: scalar kernels as IR
+CODEGEN_VERSION = "16"   # 16: huge scalar kernels cut into chunks (codegen/llvm/chunks.py); 15: mostly-zero outputs zero-filled by memset, linalg checks defined in the IR; 14: loop kernels as IR (native_loops) and scalar bodies' arguments named by their reads; 12: whole-kernel IR: failed linalg checks fall back; 11: scalar kernels as IR
 
 
 def compile_key(graph, target: str, mode: OutputMode, math: str) -> str:
