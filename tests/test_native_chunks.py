@@ -47,6 +47,7 @@ def _random_program(seed: int, tag: str = ""):
 
 def _build(inputs, outputs, limit, monkeypatch):
     monkeypatch.setattr(chunks, "CHUNK_STATEMENTS", limit)
+    monkeypatch.setattr(chunks, "DEEP", 0)               # small programs are wide
     f = sg.function(inputs, outputs)
     kernels = native_kernels.kernels(f.module)
     assert kernels, f.explain()
@@ -55,9 +56,8 @@ def _build(inputs, outputs, limit, monkeypatch):
 
 def _same_levels(monkeypatch):
     """The one-function kernel at the chunks' levels: the cut alone is compared."""
-    monkeypatch.setattr(chunks, "DEEP", 0)
-    monkeypatch.setattr(native, "opt_level", lambda n: native.CHUNK_OPT)
-    monkeypatch.setattr(native, "codegen_level", lambda n: 1)
+    monkeypatch.setattr(native, "opt_level", lambda n: native.CHUNK_LEVELS[0])
+    monkeypatch.setattr(native, "codegen_level", lambda n: native.CHUNK_LEVELS[1])
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -146,3 +146,13 @@ def test_chunk_bounds_are_equal_shares_and_plans_reuse_slots():
     p = chunks.plan(steps, body, {}, list(range(10)), {"r0": "double"}, [[(0, "%t9")]], 2)
     assert len(p.bounds) == 6 and p.slots == 2     # weights 1 and 2 (t9 is stored)
     assert p.writes[-1] == [(0, 0, "%t9")] and p.reads[0] == ["r0"]
+
+
+def test_a_wide_kernel_stays_one_function(monkeypatch):
+    monkeypatch.setattr(chunks, "CHUNK_STATEMENTS", 5)
+    x = sg.placeholder("xwide", shape=(5,))
+    y = sg.stack([sg.sin(x[i]) * x[(i + 1) % 5] for i in range(5)])
+    f = sg.function([x], [y, sg.jacobian(y, x)])      # few statements per element stored
+    kernels = native_kernels.kernels(f.module)
+    assert kernels and all(chunks.chunking(k.ir_text) is None for _, k in kernels)
+    assert "chunks of at most" not in f.explain()

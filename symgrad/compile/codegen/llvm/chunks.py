@@ -3,12 +3,12 @@
 LLVM's optimisation and code generation take time that grows faster than a function's
 size (the greedy register allocator wherever many values live long, as a gradient's
 forward values do), so one function of tens of thousands of statements was compiled at
-lower levels (IR passes -O1, code generation -O0) and ran 30-40% slower. A kernel of more
-than ``CHUNK_STATEMENTS`` statements is therefore cut into consecutive chunks of at most
+lower levels (IR passes -O1, code generation -O0) and ran 30-40% slower. A deep kernel (``deep``) of
+more than ``CHUNK_STATEMENTS`` statements is therefore cut into consecutive chunks of at most
 that many (equal shares, so that the size of a chunk, and the speed of a call, do not jump
 at a threshold); ``kernel.kernel_ir`` writes each as a ``noinline`` internal function
-called in turn by the kernel's entry, and every chunk is compiled at the full level: the
-build is linear in the statements. A value used in a later chunk than its own is stored
+called in turn by the kernel's entry, and every chunk is compiled at higher levels
+(``native.CHUNK_LEVELS``): the build is linear in the statements. A value used in a later chunk than its own is stored
 to a scratch buffer (8 bytes a slot) after the statement that computes it and loaded
 before the first statement of each later chunk that reads it; a slot is reused once the
 last chunk that reads its value has run. Input elements are loaded by each chunk that
@@ -47,41 +47,40 @@ HEADER = "; symgrad chunks "
 
 
 DEEP = 50
-"""Statements per output element stored from which a chunked kernel's machine code is
-generated at -O1, below at -O0 (``depth``)."""
+"""Statements per output element stored from which a kernel is cut into chunks (``deep``)."""
 
 
-def depth(statements: int, stored: int) -> int:
-    """The code generation level of a chunked kernel of ``statements`` that stores
-    ``stored`` output elements one by one: -O1 for a deep program (RK4 500 steps: 8,000
-    statements an element, 20.9 us per call against 25.5 us at -O0; 25 layers: 64, 35 /
-    75 us), -O0 for a wide one, a Jacobian's (pendulum: 43, mass action: 1.4), where -O1
-    took 2-5 times the LLVM time of -O0 (the scheduler and register allocator over many
-    stores and long-lived values) for at most 16% per call (9.3 -> 7.8 us, 6.4 -> 6.6).
+def deep(statements: int, stored: int) -> bool:
+    """Whether a kernel of ``statements`` that stores ``stored`` output elements one by one
+    is cut into chunks (when it has more than ``CHUNK_STATEMENTS``): a deep program (RK4
+    500 steps: 8,000 statements an element, 32 -> 21 us per call; 25 layers: 64, 56 -> 37
+    us), not a wide one, a Jacobian's (pendulum: 43, mass action: 1.4), whose chunks gained
+    at most 16% per call at code generation -O1 (9.3 -> 7.8 us; 6.4 -> 6.6 us) for 2-5
+    times the LLVM time of the one function at -O0, and lost 40% at -O0 (9.1 -> 13.1 us,
+    6.3 -> 8.0 us): it stays one function.
 
-    >>> depth(72_000, 9), depth(3_278, 2_300)
-    (1, 0)
+    >>> deep(72_000, 9), deep(3_278, 2_300)
+    (True, False)
     """
-    return 1 if statements >= DEEP * max(1, stored) else 0
+    return statements >= DEEP * max(1, stored)
 
 
-def header(n: int, largest: int, codegen: int = 1) -> str:
-    """The first line of a chunked kernel's IR: its chunks, the size of the largest
-    (statements, element reads and writes) and its code generation level."""
-    return f"{HEADER}{n} largest {largest} codegen {codegen}\n"
+def header(n: int, largest: int) -> str:
+    """The first line of a chunked kernel's IR: its chunks and the size of the largest
+    (statements, element reads and writes)."""
+    return f"{HEADER}{n} largest {largest}\n"
 
 
 def chunking(ir_text: str) -> Optional[tuple]:
-    """(chunks, size of the largest, code generation level) of a kernel's IR, None when it
-    is one function.
+    """(chunks, size of the largest) of a kernel's IR, None when it is one function.
 
-    >>> chunking(header(3, 480, 0) + "define ..."), chunking("define ...")
-    ((3, 480, 0), None)
+    >>> chunking(header(3, 480) + "define ..."), chunking("define ...")
+    ((3, 480), None)
     """
     if not ir_text.startswith(HEADER):
         return None
     words = ir_text[:ir_text.index("\n")].split()
-    return int(words[3]), int(words[5]), int(words[7])
+    return int(words[3]), int(words[5])
 
 
 def bounds(weights: list, limit: int) -> list:

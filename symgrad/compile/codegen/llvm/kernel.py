@@ -203,7 +203,8 @@ def kernel_ir(inputs: list, steps: list, outputs: list,
     text, value kind)] in C order) per output array, a value text being a statement's or a
     read's name or an LLVM constant (``0x...``, ``true``); ``made``: the steps'
     ``statements_ir`` when the caller has it. Past ``chunk`` statements (default
-    ``chunks.CHUNK_STATEMENTS``) the statements are cut into functions (``chunks.py``)."""
+    ``chunks.CHUNK_STATEMENTS``) a deep kernel's statements are cut into functions
+    (``chunks.py``)."""
     if made is None:
         made = statements_ir(steps, helpers)
     if made is None:
@@ -215,7 +216,8 @@ def kernel_ir(inputs: list, steps: list, outputs: list,
     declares = set(declares)
     raising = any(spec.startswith(RAISING_HELPERS) for spec, _ in called)
     limit = chunks.CHUNK_STATEMENTS if chunk is None else chunk
-    split = len(body) > limit and len(made) > 4
+    split = len(body) > limit and len(made) > 4 and chunks.deep(
+        len(steps), sum(len(_stored(kind, elements)) for kind, _, elements in outputs))
     lines = _entry(inputs, len(outputs), raising, split)
     head, functions = "", []
     if split:
@@ -223,10 +225,8 @@ def kernel_ir(inputs: list, steps: list, outputs: list,
                         [[(flat, _operand(text, value)) for flat, (text, _) in
                           _stored(kind, elements)] for kind, _, elements in outputs], limit)
         functions = _chunk_functions(p, inputs, outputs, body, raising)
-        stored = sum(len(w) for w in p.writes)
         head = chunks.header(len(p.bounds), max(_chunk_size(p, k) for k in
-                                                range(len(p.bounds))),
-                             chunks.depth(len(steps), stored))
+                                                range(len(p.bounds))))
         lines += _run_chunks(p, len(inputs), outputs, raising, declares)
     else:
         for k, (kind, shape, reads) in enumerate(inputs):

@@ -48,25 +48,25 @@ def opt_level(statements: int) -> int:
     return 3 if statements <= NUMBA_PASSES else 1
 
 
-CHUNK_OPT = 1
-"""IR passes of a kernel cut into chunks (``chunks.py``): per call as fast as numba's
-pipeline (RK4 500 steps, 145 chunks of 500, code generation -O1 / -O3: 20.9 / 20.6 us; 25
-layers: 34.9 / 36.2 us) at a third of its time (d: 1.0 / 3.2 s CPU, loaded machine)."""
+CHUNK_LEVELS = (1, 1)
+"""(IR passes, code generation) of a kernel cut into chunks (``chunks.py``): per call as
+fast as numba's pipeline and code generation -O3 (RK4 500 steps, 145 chunks of 500: 20.9 /
+20.6 us; 25 layers, 17 chunks: 34.9 / 36.2 us) at 60% of their LLVM time (RK4: 3.6 / 5.4 s
+CPU, loaded machine); code generation -O0 spills every value (25.5 and 75 us)."""
 
 
 def levels(ir_text: str, size: int) -> tuple:
     """(IR passes, code generation) levels of a kernel's IR of ``size`` (statements, reads
-    and writes): ``CHUNK_OPT`` and ``chunks.depth``'s level when it is cut into chunks,
-    else ``opt_level`` and ``codegen_level`` of its size.
+    and writes): ``CHUNK_LEVELS`` when it is cut into chunks, else ``opt_level`` and
+    ``codegen_level`` of its size.
 
-    >>> levels("; symgrad chunks 4 largest 510 codegen 1\\ndefine ...", 2_000)
+    >>> levels("; symgrad chunks 4 largest 510\\ndefine ...", 2_000)
     (1, 1)
     >>> levels("", 800)
     (3, 2)
     """
-    shape = chunking(ir_text)
-    if shape is not None:
-        return CHUNK_OPT, shape[2]
+    if chunking(ir_text) is not None:
+        return CHUNK_LEVELS
     return opt_level(size), codegen_level(size)
 
 
