@@ -4,7 +4,8 @@ The IR is added to a code library of numba's CPU codegen (numba's LLVM layer: it
 machine, its JIT and symbol resolution, the njit helpers linked as numba links a callee,
 its object-code serialisation), optimised by numba's own pipeline up to ``NUMBA_PASSES``
 statements (numba's results bit for bit) and at O1 above (``opt_level``), so that LLVM's
-time stays linear in the statements.
+time stays linear in the statements; a kernel cut into chunks (``chunks.py``) at
+``CHUNK_LEVELS``.
 The compiled function is wrapped as a builtin (``METH_FASTCALL``): a call from Python is a
 C call, with no argument typing and no dispatcher.
 
