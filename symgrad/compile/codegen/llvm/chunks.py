@@ -3,17 +3,18 @@
 LLVM's optimisation and code generation take time that grows faster than a function's
 size (the greedy register allocator wherever many values live long, as a gradient's
 forward values do), so one function of tens of thousands of statements was compiled at
-lower levels (IR passes -O1, code generation -O0) and ran 30-40% slower. A deep kernel (``deep``) of
-more than ``CHUNK_STATEMENTS`` statements is therefore cut into consecutive chunks of at most
-that many (equal shares, so that the size of a chunk, and the speed of a call, do not jump
-at a threshold); ``kernel.kernel_ir`` writes each as a ``noinline`` internal function
-called in turn by the kernel's entry, and every chunk is compiled at higher levels
-(``native.CHUNK_LEVELS``): the build is linear in the statements. A value used in a later chunk than its own is stored
-to a scratch buffer (8 bytes a slot) after the statement that computes it and loaded
-before the first statement of each later chunk that reads it; a slot is reused once the
-last chunk that reads its value has run. Input elements are loaded by each chunk that
-reads them, an output element is stored by the chunk that computes it (an element that is
-a constant or an input's element by chunks of their own).
+lower levels (IR passes -O1, code generation -O0) and ran 30-40% slower. A deep kernel
+(``deep``) of more than ``CHUNK_STATEMENTS`` statements is therefore cut into consecutive
+chunks of about that many (equal shares, so that the size of a chunk, and the speed of a
+call, do not jump at a threshold); ``kernel.kernel_ir`` writes each as a ``noinline``
+internal function called in turn by the kernel's entry, and every chunk is compiled at
+higher levels (``native.CHUNK_LEVELS``): the build is linear in the statements. A value
+used in a later chunk than its own is stored to a scratch buffer (8 bytes a slot) after
+the statement that computes it and loaded before the first statement of each later chunk
+that reads it; a slot is reused once the last chunk that reads its value has run. Input
+elements are loaded by each chunk that reads them, an output element is stored by the
+chunk that computes it (an element that is a constant or an input's element by chunks of
+their own).
 
 >>> steps = [("Q0_+1.0", ["r0"], "t0", ("double",), "double"),
 ...          ("Q0_*Q1_", ["t0", "r0"], "t1", ("double", "double"), "double"),

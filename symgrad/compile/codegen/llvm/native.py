@@ -207,7 +207,8 @@ def _optimise(codegen, module, level: int) -> None:
 def compile_kernel(ir_text: str, helpers: tuple, statements: int) -> tuple:
     """(builtin function, serialised library) of a kernel's IR (``@SYMBOL_``): optimised
     at ``opt_level``, turned into object code at ``codegen_level`` (``levels``), and
-    loaded into numba's JIT as numba loads a cached library (the one path for a compile and a cache hit)."""
+    loaded into numba's JIT as numba loads a cached library (the one path for a compile
+    and a cache hit)."""
     import llvmlite.binding as ll
     from numba.core.compiler_lock import global_compiler_lock
     from numba.core.registry import cpu_target
