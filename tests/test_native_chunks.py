@@ -156,3 +156,13 @@ def test_a_wide_kernel_stays_one_function(monkeypatch):
     kernels = native_kernels.kernels(f.module)
     assert kernels and all(chunks.chunking(k.ir_text) is None for _, k in kernels)
     assert "chunks of at most" not in f.explain()
+
+
+def test_a_kernel_past_the_build_budget_stays_one_function(monkeypatch):
+    monkeypatch.setattr(chunks, "BUDGET_INSTRUCTIONS", 10)
+    inputs, outputs = _random_program(3, "budget")
+    monkeypatch.setattr(chunks, "CHUNK_STATEMENTS", 7)
+    monkeypatch.setattr(chunks, "DEEP", 0)
+    f = sg.function(inputs, outputs)
+    kernels = native_kernels.kernels(f.module)
+    assert kernels and all(chunks.chunking(k.ir_text) is None for _, k in kernels)
