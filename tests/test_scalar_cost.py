@@ -13,10 +13,12 @@ import pytest
 import symgrad as sg
 from symgrad.compile.cache import warm
 from symgrad.compile.plan.fold import fold_graph
+from symgrad.compile.plan.hoist import hoist_invariants
 from symgrad.compile.scalar import SCALAR_KERNEL, settings
 from symgrad.compile.scalar.cost import admissible, estimate, statements
 from symgrad.compile.scalar.elements import region_code
 from symgrad.compile.scalar.graph import scalar_graph
+from symgrad.ops.indexing import records as I
 
 
 def _entries(n: int, how: str):
@@ -322,3 +324,65 @@ def test_the_program_bound_on_admission_keeps_64x64_matmuls_out():
     assert scalar_graph(graph)[1] == []
     node = [n for n in graph.order if statements(n) == 64 ** 3][0]
     assert admissible(node, found, 64 ** 3)
+
+
+def _planned(outputs, inputs):
+    """The folded graph as the compiler weighs it (hoisted), and its scalar regions."""
+    graph, _ = hoist_invariants(fold_graph(outputs, inputs))
+    return graph, scalar_graph(graph)[1]
+
+
+def _kinetics(n: int, how: str):
+    """Mass action written with index arrays (benchmarks/build_time.py b_idx, b_mat): rhs
+    and its Jacobian."""
+    rng = np.random.default_rng(0)
+    a, b, c, d = (rng.integers(0, n, 2 * n) for _ in range(4))
+    k = rng.uniform(0.1, 2.0, 2 * n)
+    x = sg.placeholder("x", shape=(n,))
+    rates = k * x[a] * x[b]
+    if how == "idx":
+        rhs = sg.unsorted_segment_sum(sg.concat([-rates, -rates, rates, rates], 0),
+                                      np.concatenate([a, b, c, d]), n)
+    else:
+        s = np.zeros((n, 2 * n))
+        for ids, sign in ((a, -1.0), (b, -1.0), (c, 1.0), (d, 1.0)):
+            np.add.at(s, (ids, np.arange(2 * n)), sign)
+        rhs = sg.matmul(s, rates[:, None])[:, 0]
+    return [rhs, sg.jacobian(rhs, x)], [x]
+
+
+@pytest.mark.parametrize("n,how", [(40, "idx"), (100, "idx"), (200, "idx"), (100, "mat")])
+def test_index_array_kinetics_is_one_kernel_at_every_size(n, how):
+    """No cliff (issue 29): the Jacobian's gather_grads are np.add.at scatters in the loop
+    form (SCATTER_ELEMENT_NS per element, ~400 us a call at 100 species), so the whole
+    program is one scalar kernel at 40, 100 and 200 species (main left the Jacobian to
+    loops from 100 on, 510 us a call)."""
+    graph, regions = _planned(*_kinetics(n, how))
+    assert len(regions) == 1 and all(c.chosen for c in graph.scalar_choices)
+    ops = {m.op for m in regions[0].members}
+    assert I.gather_grad in ops and I.gather in ops
+    (choice,) = graph.scalar_choices
+    e = choice.estimate
+    assert e.step_ns >= settings.SCATTER_ELEMENT_NS * 2 * n * 2 * n   # two (n, 2n) scatters
+    assert e.loop_ns > 10 * e.scalar_ns
+
+
+def test_a_dense_jacobian_of_a_128_vector_keeps_loops(monkeypatch):
+    """benchmarks/jacobians.py (case e_jac): the dense (127, 128) Jacobian would run ~2 us
+    faster a call as one scalar kernel but costs ~0.4 s more build: over BUILD_CALLS calls
+    the loops cost less, so they stay (its small leading region is still a kernel); with
+    the build weighed over very many calls it is chosen."""
+    def jacobian():
+        x = sg.placeholder("x", shape=(128,))
+        y = sg.sin(x[1:]) * x[:-1] ** 2 + sg.exp(-x[1:])
+        return [sg.jacobian(y, x)], [x]
+
+    graph, regions = _planned(*jacobian())
+    assert all(m.shape != (127, 128) for r in regions for m in r.members)
+    (declined,) = [c for c in graph.scalar_choices if not c.chosen]
+    e = declined.estimate
+    assert e.scalar_ns < e.loop_ns and not e.faster and "loops are faster (over" in \
+        declined.text()
+    monkeypatch.setattr(settings, "BUILD_CALLS", 1e9)
+    graph, regions = _planned(*jacobian())
+    assert any(m.shape == (127, 128) for r in regions for m in r.members)
