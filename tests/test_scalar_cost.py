@@ -332,7 +332,7 @@ def _planned(outputs, inputs):
     return graph, scalar_graph(graph)[1]
 
 
-def _kinetics(n: int, how: str):
+def _index_kinetics(n: int, how: str):
     """Mass action written with index arrays (benchmarks/build_time.py b_idx, b_mat): rhs
     and its Jacobian."""
     rng = np.random.default_rng(0)
@@ -357,7 +357,7 @@ def test_index_array_kinetics_is_one_kernel_at_every_size(n, how):
     form (SCATTER_ELEMENT_NS per element, ~400 us a call at 100 species), so the whole
     program is one scalar kernel at 40, 100 and 200 species (main left the Jacobian to
     loops from 100 on, 510 us a call)."""
-    graph, regions = _planned(*_kinetics(n, how))
+    graph, regions = _planned(*_index_kinetics(n, how))
     assert len(regions) == 1 and all(c.chosen for c in graph.scalar_choices)
     ops = {m.op for m in regions[0].members}
     assert I.gather_grad in ops and I.gather in ops
