@@ -103,6 +103,7 @@ def test_ctrl_c_ends_the_build_with_one_line_and_the_rerun_compiles(monkeypatch,
 
 
 _INTERRUPTED = """
+import numba                         # imported first: the module's numba functions are made at once
 import numpy as np, symgrad as sg
 import symgrad.compile.function as F
 x = sg.placeholder("x", shape=(6,))
