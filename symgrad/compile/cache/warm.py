@@ -106,41 +106,97 @@ def settings_applied(settings: tuple):
             setattr(modules[m], name, value)
 
 
-def graph_key(inputs: list, outputs: list, target: str, mode, math: str) -> str:
-    """The sha256 hex key of the unfolded graph of ``outputs`` over ``inputs`` (see above)."""
-    order = topological_order([o for o in outputs if o is not None])
-    position = {id(t): k for k, t in enumerate(order)}
+_PLAIN = frozenset({int, float, str, bool, type(None)})
+"""Attribute values that stand for themselves in the key's ``repr`` (exact, and of
+distinct texts per type: ``1``, ``1.0``, ``True``, ``'1'``; ``-0.0`` and ``0.0`` differ)."""
+
+
+def _ordered(outputs: list, order: Optional[list]) -> list:
+    """``order`` (``topological_order`` of ``outputs``, computed once by ``sg.function``)
+    or that order computed here."""
+    return topological_order([o for o in outputs if o is not None]) if order is None \
+        else order
+
+
+def _attrs_part(t, texts: dict, table: dict, exprs: dict):
+    """Node ``t``'s attributes in ``graph_key``: a constant by its bytes' digest; else
+    (name, value) pairs, a value itself where it is plain or a tuple of ints, else
+    ``[k]``: its exact text (``_attr_text``, once per object: a graph shares its sympy
+    trees and dtypes) is the k-th distinct one in ``table`` (the key hashes each once)."""
+    if t.op is CONSTANT:
+        v = np.asarray(t.attrs["value"])
+        return (v.dtype.str, v.shape, _value_digest(v))
+    parts = []
+    given = t.attrs
+    for name in sorted(given):
+        v = given[name]
+        if type(v) in _PLAIN:
+            parts.append((name, v))
+            continue
+        part = texts.get(id(v))
+        if part is None:
+            if type(v) is tuple and all(type(e) is int for e in v):
+                part = v
+            else:
+                text = _attr_text(v, exprs)
+                part = table.get(text)
+                if part is None:
+                    part = table[text] = [len(table)]
+            texts[id(v)] = part
+        parts.append((name, part))
+    return parts
+
+
+def graph_key(inputs: list, outputs: list, target: str, mode, math: str,
+              order: Optional[list] = None) -> str:
+    """The sha256 hex key of the unfolded graph of ``outputs`` over ``inputs`` (see above);
+    ``order``: their ``topological_order`` where the caller has it.
+
+    One pass: each node is a tuple (op, input positions, shape, dtype, placeholder name,
+    attributes: ``_attrs_part``) and the key hashes the ``repr`` of them all."""
+    order = _ordered(outputs, order)
+    position: dict = {}
+    rows: list = []
+    texts: dict = {}           # id(attribute value) -> its part of the key
+    table: dict = {}           # the attributes' distinct texts -> [their number]
+    exprs: dict = {}
+    dtypes: dict = {}          # id(dtype) -> (dtype, its str: numpy builds it at each read)
+    get = position.__getitem__
+    for k, t in enumerate(order):
+        position[id(t)] = k
+        op = t.op
+        d = t.dtype
+        dt = dtypes.get(id(d))
+        if dt is None:
+            dt = dtypes[id(d)] = (d, d.str)
+        rows.append((op.name, tuple(map(get, map(id, t.inputs))), t.shape, dt[1],
+                     t.name if op is PLACEHOLDER else None,
+                     _attrs_part(t, texts, table, exprs) if t.attrs else None))
     for p in inputs:
         if id(p) not in position:
-            position[id(p)] = len(order)
-            order.append(p)
-    exprs: dict = {}
-    lines = [target, str(mode.single), math, cache.versions(), cache_key.CODEGEN_VERSION,
-             "warm 2", repr(fold_settings())]
-    for t in order:
-        if t.op is CONSTANT:
-            v = np.asarray(t.attrs["value"])
-            attrs = f"{v.dtype.str}{v.shape}{_value_digest(v)}"
-        else:
-            attrs = ",".join(f"{k}={_attr_text(t.attrs[k], exprs)}" for k in sorted(t.attrs))
-        lines.append(f"{t.op.name}|{[position[id(i)] for i in t.inputs]}|{t.shape}|"
-                     f"{t.dtype.str}|{t.name if t.op is PLACEHOLDER else ''}|{attrs}")
-    lines.append(f"in {[position[id(p)] for p in inputs]}")
-    lines.append(f"out {[None if o is None else position[id(o)] for o in outputs]}")
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+            position[id(p)] = len(rows)
+            rows.append((p.op.name, (), p.shape, p.dtype.str, p.name,
+                         _attrs_part(p, texts, table, exprs) if p.attrs else None))
+    head = (target, str(mode.single), math, cache.versions(), cache_key.CODEGEN_VERSION,
+            "warm 3", repr(fold_settings()))
+    rows.append(("in", [position[id(p)] for p in inputs]))
+    rows.append(("out", [None if o is None else position[id(o)] for o in outputs]))
+    return hashlib.sha256(repr((head, list(table), rows)).encode()).hexdigest()
 
 
 def _record_name(key: str) -> str:
     return f"symgrad_warm_{key[:32]}"
 
 
-def store(key: str, inputs: list, outputs: list, plan, module_key: str) -> None:
+def store(key: str, inputs: list, outputs: list, plan, module_key: str,
+          order: Optional[list] = None) -> None:
     """Write the warm record of ``key`` for a module compiled from ``plan`` (quietly
     nothing where a step the driver calls is not a node of the user's graph, or the cache
     cannot be written: the module's own write has warned). A scalar kernel's steps are
     printed in the driver (``compile/scalar``'s ``STEP_FORMS``): they need no binding, and
-    their nodes (regions made by folding) are not the user's."""
-    order = topological_order([o for o in outputs if o is not None])
+    their nodes (regions made by folding) are not the user's. ``order``: as
+    ``graph_key``'s."""
+    order = _ordered(outputs, order)
     position = {id(t): k for k, t in enumerate(order)}
     from ..scalar import STEP_FORMS as INLINE   # printed in the driver: bind nothing
     steps = []
@@ -189,14 +245,16 @@ def _read_sealed(name: str) -> Optional[bytes]:
     return payload
 
 
-def load(key: str, inputs: list, outputs: list) -> Optional[tuple]:
-    """(module key, the light plan ``bind_runtime`` reads) of ``key``'s record, or None."""
+def load(key: str, inputs: list, outputs: list,
+         order: Optional[list] = None) -> Optional[tuple]:
+    """(module key, the light plan ``bind_runtime`` reads) of ``key``'s record, or None
+    (``order``: as ``graph_key``'s)."""
     name = _record_name(key)
     payload = _read_sealed(name)
     if payload is None:
         return None
     try:
-        return _light_plan(payload, key, inputs, outputs)
+        return _light_plan(payload, key, inputs, outputs, order)
     except Exception:  # noqa: BLE001 - a sealed record of another layout: compile instead
         return None
 
@@ -224,7 +282,8 @@ def _with_layout(v: np.ndarray, layout: str) -> np.ndarray:
     return v
 
 
-def _light_plan(payload: bytes, key: str, inputs: list, outputs: list) -> tuple:
+def _light_plan(payload: bytes, key: str, inputs: list, outputs: list,
+                tensors: Optional[list] = None) -> tuple:
     with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
         head = json.loads(bytes(npz["head"]).decode())
         if head["graph"] != key or head["placeholders"] != len(inputs):
@@ -237,7 +296,7 @@ def _light_plan(payload: bytes, key: str, inputs: list, outputs: list) -> tuple:
             if not writeable:
                 v.flags.writeable = False
             order.append(SimpleNamespace(is_const=True, index=index, value=v))
-    tensors = topological_order([o for o in outputs if o is not None])
+    tensors = _ordered(outputs, tensors)
     units = [Step(SimpleNamespace(index=i, tensor=tensors[k])) for i, k in head["steps"]]
     kernels = [SimpleNamespace(index=i, dims=tuple(d), inputs=[
         SimpleNamespace(dims=tuple(di), name=tensors[k].name if k >= 0 else n)
