@@ -1,6 +1,6 @@
 """The one function that names a compiled module: ``compile_key``.
 
-The key hashes what the generated code depends on: the folded graph (``canonical()``),
+The key hashes what the generated code depends on: the folded graph (``digest()``),
 the target, whether one output was given (``OutputMode``), the math mode, the versions of
 symgrad, numba and numpy (``cache.versions``) and ``CODEGEN_VERSION``. ``sg.function``
 names its cache files with it; dask calls and pickling read a function's target and math
@@ -34,6 +34,6 @@ def compile_key(graph, target: str, mode: OutputMode, math: str) -> str:
     """The sha256 hex key of the module compiled for the folded ``graph`` (see above)."""
     from ..scalar import source
 
-    text = "\n".join([graph.canonical(), target, str(mode.single), math, cache.versions(),
+    text = "\n".join([graph.digest(), target, str(mode.single), math, cache.versions(),
                       CODEGEN_VERSION] + ["numba scalar kernels"] * (not source.NATIVE))
     return hashlib.sha256(text.encode()).hexdigest()

@@ -105,19 +105,66 @@ class FoldedGraph:
                 self.consumers[id(i)].append(node)
 
     def canonical(self) -> str:
-        """A text that identifies the graph: the hash of the compiled module's key."""
-        lines = []
+        """A text that identifies the graph (``digest`` hashes the same, compactly)."""
+        return canonical_text(self.order, [[i.index for i in n.inputs] for n in self.order],
+                              [None if o is None else o.index for o in self.outputs])
+
+    def digest(self) -> str:
+        """The sha256 hex digest of what ``canonical`` says, in one pass over a compact
+        form (the compile key's part): each node a tuple, each distinct attribute text
+        (an expression's, in ``canonical`` once per node) numbered once.
+
+        >>> import symgrad as sg
+        >>> x = sg.placeholder("x", shape=(3,))
+        >>> a, b = (fold_graph([f(x) * x]) for f in (sg.sin, sg.cos))
+        >>> a.digest() == fold_graph([sg.sin(x) * x]).digest(), a.digest() == b.digest()
+        (True, False)
+        """
+        rows: list = []
         exprs: dict = {}
+        texts: dict = {}       # (is an expr, id(attribute value)) -> [its number]
+        table: dict = {}       # the attributes' distinct texts -> [their number]
         for node in self.order:
             if node.is_const:
-                attrs = f"{node.value.dtype.str}{node.value.shape}{_value_digest(node.value)}"
+                v = node.value
+                attrs = (v.dtype.str, v.shape, _value_digest(v))
+            elif node.attrs:
+                attrs = []
+                given = node.attrs
+                for key in sorted(given):
+                    v = given[key]
+                    memo = (key == "expr", id(v))
+                    part = texts.get(memo)
+                    if part is None:
+                        text = _expr_text(v, exprs) if memo[0] else _repr(v)
+                        part = table.get(text)
+                        if part is None:
+                            part = table[text] = len(table)
+                        texts[memo] = part
+                    attrs.append((key, part))
             else:
-                attrs = _attrs_text(node.attrs, exprs)
-            lines.append(f"{node.op.name}|{[i.index for i in node.inputs]}|{node.shape}|"
-                         f"{node.dtype.str}|{node.name if node.op is PLACEHOLDER else ''}"
-                         f"|{attrs}")
-        lines.append(f"out {[None if o is None else o.index for o in self.outputs]}")
-        return "\n".join(lines)
+                attrs = None
+            rows.append((node.op.name, [i.index for i in node.inputs], node.shape,
+                         node.dtype.str, node.name if node.op is PLACEHOLDER else None, attrs))
+        rows.append([None if o is None else o.index for o in self.outputs])
+        return hashlib.sha256(repr((list(table), rows)).encode()).hexdigest()
+
+
+def canonical_text(order: list, inputs: list, outputs: list) -> str:
+    """``FoldedGraph.canonical`` of the LNodes ``order`` with their ``inputs`` (by index,
+    per node) and the ``outputs`` (indices or None) as given."""
+    lines = []
+    exprs: dict = {}
+    for node, read in zip(order, inputs):
+        if node.is_const:
+            attrs = f"{node.value.dtype.str}{node.value.shape}{_value_digest(node.value)}"
+        else:
+            attrs = _attrs_text(node.attrs, exprs)
+        lines.append(f"{node.op.name}|{read}|{node.shape}|"
+                     f"{node.dtype.str}|{node.name if node.op is PLACEHOLDER else ''}"
+                     f"|{attrs}")
+    lines.append(f"out {outputs}")
+    return "\n".join(lines)
 
 
 def _value_digest(value: np.ndarray) -> str:
