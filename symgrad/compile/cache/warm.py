@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import hashlib
 import io
+from array import array
 import json
 from contextlib import contextmanager
+from itertools import chain
 from types import SimpleNamespace
 from typing import Optional
 
@@ -107,8 +109,8 @@ def settings_applied(settings: tuple):
 
 
 _PLAIN = frozenset({int, float, str, bool, type(None)})
-"""Attribute values that stand for themselves in the key's ``repr`` (exact, and of
-distinct texts per type: ``1``, ``1.0``, ``True``, ``'1'``; ``-0.0`` and ``0.0`` differ)."""
+"""Attribute values that stand for their ``repr`` in the key (exact, and of distinct
+texts per type: ``1``, ``1.0``, ``True``, ``'1'``; ``-0.0`` and ``0.0`` differ)."""
 
 
 def _ordered(outputs: list, order: Optional[list]) -> list:
@@ -118,20 +120,21 @@ def _ordered(outputs: list, order: Optional[list]) -> list:
         else order
 
 
-def _attrs_part(t, texts: dict, table: dict, exprs: dict):
+def _attrs_part(t, texts: dict, table: dict, exprs: dict) -> tuple:
     """Node ``t``'s attributes in ``graph_key``: a constant by its bytes' digest; else
-    (name, value) pairs, a value itself where it is plain or a tuple of ints, else
-    ``[k]``: its exact text (``_attr_text``, once per object: a graph shares its sympy
-    trees and dtypes) is the k-th distinct one in ``table`` (the key hashes each once)."""
+    its names and values, a value by its ``repr`` where it is plain, itself where it is a
+    tuple of ints, else the number of its exact text (``_attr_text``, once per object: a
+    graph shares its sympy trees and dtypes) in ``table`` (each text hashed once). The
+    three kinds are of three types (str, tuple, int): none equals another."""
     if t.op is CONSTANT:
         v = np.asarray(t.attrs["value"])
         return (v.dtype.str, v.shape, _value_digest(v))
     parts = []
     given = t.attrs
-    for name in sorted(given):
+    for name in sorted(given) if len(given) > 1 else given:
         v = given[name]
         if type(v) in _PLAIN:
-            parts.append((name, v))
+            parts += (name, repr(v))
             continue
         part = texts.get(id(v))
         if part is None:
@@ -141,10 +144,10 @@ def _attrs_part(t, texts: dict, table: dict, exprs: dict):
                 text = _attr_text(v, exprs)
                 part = table.get(text)
                 if part is None:
-                    part = table[text] = [len(table)]
+                    part = table[text] = len(table)
             texts[id(v)] = part
-        parts.append((name, part))
-    return parts
+        parts += (name, part)
+    return tuple(parts)
 
 
 def graph_key(inputs: list, outputs: list, target: str, mode, math: str,
@@ -152,36 +155,43 @@ def graph_key(inputs: list, outputs: list, target: str, mode, math: str,
     """The sha256 hex key of the unfolded graph of ``outputs`` over ``inputs`` (see above);
     ``order``: their ``topological_order`` where the caller has it.
 
-    One pass: each node is a tuple (op, input positions, shape, dtype, placeholder name,
-    attributes: ``_attrs_part``) and the key hashes the ``repr`` of them all."""
+    One pass, as ``FoldedGraph.digest``: each distinct node signature (op, shape, dtype,
+    placeholder name, attributes: ``_attrs_part``) numbered once, the nodes an array of
+    ints (their signature's number, their inputs' count and positions)."""
     order = _ordered(outputs, order)
     position: dict = {}
-    rows: list = []
     texts: dict = {}           # id(attribute value) -> its part of the key
-    table: dict = {}           # the attributes' distinct texts -> [their number]
+    table: dict = {}           # the attributes' distinct texts -> their number
     exprs: dict = {}
+    signatures: dict = {}      # the nodes' distinct signatures -> their number
     dtypes: dict = {}          # id(dtype) -> (dtype, its str: numpy builds it at each read)
+    flat: list = []
     get = position.__getitem__
-    for k, t in enumerate(order):
-        position[id(t)] = k
+    for t in chain(order, inputs):      # then the inputs no output depends on
+        if id(t) in position:
+            continue
+        position[id(t)] = len(position)
         op = t.op
         d = t.dtype
         dt = dtypes.get(id(d))
         if dt is None:
             dt = dtypes[id(d)] = (d, d.str)
-        rows.append((op.name, tuple(map(get, map(id, t.inputs))), t.shape, dt[1],
-                     t.name if op is PLACEHOLDER else None,
-                     _attrs_part(t, texts, table, exprs) if t.attrs else None))
-    for p in inputs:
-        if id(p) not in position:
-            position[id(p)] = len(rows)
-            rows.append((p.op.name, (), p.shape, p.dtype.str, p.name,
-                         _attrs_part(p, texts, table, exprs) if p.attrs else None))
+        signature = (op.name, t.shape, dt[1], t.name if op is PLACEHOLDER else None,
+                     _attrs_part(t, texts, table, exprs) if t.attrs else None)
+        number = signatures.get(signature)
+        if number is None:
+            number = signatures[signature] = len(signatures)
+        inputs_of = t.inputs
+        flat += (number, len(inputs_of))
+        flat += map(get, map(id, inputs_of))
+    flat += [position[id(p)] for p in inputs]
+    flat += [-1 if o is None else position[id(o)] for o in outputs]
     head = (target, str(mode.single), math, cache.versions(), cache_key.CODEGEN_VERSION,
-            "warm 3", repr(fold_settings()))
-    rows.append(("in", [position[id(p)] for p in inputs]))
-    rows.append(("out", [None if o is None else position[id(o)] for o in outputs]))
-    return hashlib.sha256(repr((head, list(table), rows)).encode()).hexdigest()
+            "warm 3", repr(fold_settings()), len(position), len(inputs), list(table),
+            list(signatures))
+    h = hashlib.sha256(repr(head).encode())
+    h.update(array("q", flat).tobytes())
+    return h.hexdigest()
 
 
 def _record_name(key: str) -> str:

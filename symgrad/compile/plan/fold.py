@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+from array import array
 import math
 from contextlib import contextmanager
 from typing import Optional
@@ -111,8 +112,10 @@ class FoldedGraph:
 
     def digest(self) -> str:
         """The sha256 hex digest of what ``canonical`` says, in one pass over a compact
-        form (the compile key's part): each node a tuple, each distinct attribute text
-        (an expression's, in ``canonical`` once per node) numbered once.
+        form (the compile key's part): each distinct attribute text (an expression's, in
+        ``canonical`` once per node) and each distinct node signature (op, shape, dtype,
+        placeholder name, attributes) numbered once, the nodes an array of ints (their
+        signature's number, their inputs' count and indices).
 
         >>> import symgrad as sg
         >>> x = sg.placeholder("x", shape=(3,))
@@ -120,34 +123,44 @@ class FoldedGraph:
         >>> a.digest() == fold_graph([sg.sin(x) * x]).digest(), a.digest() == b.digest()
         (True, False)
         """
-        rows: list = []
         exprs: dict = {}
-        texts: dict = {}       # (is an expr, id(attribute value)) -> [its number]
-        table: dict = {}       # the attributes' distinct texts -> [their number]
+        numbered: tuple = ({}, {})   # per kind (other, expr): id(attribute value) -> number
+        table: dict = {}       # the attributes' distinct texts -> their number
+        signatures: dict = {}  # the nodes' distinct signatures -> their number
+        flat = [len(self.order)]
         for node in self.order:
-            if node.is_const:
-                v = node.value
+            v = node.value
+            if v is not None:
                 attrs = (v.dtype.str, v.shape, _value_digest(v))
             elif node.attrs:
                 attrs = []
                 given = node.attrs
-                for key in sorted(given):
+                for key in sorted(given) if len(given) > 1 else given:
                     v = given[key]
-                    memo = (key == "expr", id(v))
-                    part = texts.get(memo)
+                    expr = key == "expr"
+                    part = numbered[expr].get(id(v))
                     if part is None:
-                        text = _expr_text(v, exprs) if memo[0] else _repr(v)
+                        text = _expr_text(v, exprs) if expr else _repr(v)
                         part = table.get(text)
                         if part is None:
                             part = table[text] = len(table)
-                        texts[memo] = part
-                    attrs.append((key, part))
+                        numbered[expr][id(v)] = part
+                    attrs += (key, part)
+                attrs = tuple(attrs)
             else:
                 attrs = None
-            rows.append((node.op.name, [i.index for i in node.inputs], node.shape,
-                         node.dtype.str, node.name if node.op is PLACEHOLDER else None, attrs))
-        rows.append([None if o is None else o.index for o in self.outputs])
-        return hashlib.sha256(repr((list(table), rows)).encode()).hexdigest()
+            signature = (node.op.name, node.shape, node.dtype.str,
+                         node.name if node.op is PLACEHOLDER else None, attrs)
+            number = signatures.get(signature)
+            if number is None:
+                number = signatures[signature] = len(signatures)
+            inputs = node.inputs
+            flat += (number, len(inputs))
+            flat += [i.index for i in inputs]
+        flat += [-1 if o is None else o.index for o in self.outputs]
+        h = hashlib.sha256(repr((list(table), list(signatures))).encode())
+        h.update(array("q", flat).tobytes())
+        return h.hexdigest()
 
 
 def canonical_text(order: list, inputs: list, outputs: list) -> str:
