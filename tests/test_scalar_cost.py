@@ -13,10 +13,12 @@ import pytest
 import symgrad as sg
 from symgrad.compile.cache import warm
 from symgrad.compile.plan.fold import fold_graph
+from symgrad.compile.plan.hoist import hoist_invariants
 from symgrad.compile.scalar import SCALAR_KERNEL, settings
 from symgrad.compile.scalar.cost import admissible, estimate, statements
 from symgrad.compile.scalar.elements import region_code
 from symgrad.compile.scalar.graph import scalar_graph
+from symgrad.ops.indexing import records as I
 
 
 def _entries(n: int, how: str):
@@ -135,10 +137,17 @@ def test_a_region_over_budget_keeps_its_lighter_nodes():
     assert not any(ch.estimate.ir for ch in graph.scalar_choices)
 
 
-def test_a_float64_region_is_costed_as_llvm_ir():
-    """The same in float64 is written as LLVM IR (linear build, ~0.1 ms a statement): the
-    whole region fits the budget and is one scalar kernel (issue 29: the IR path's
-    constants; with numba's the vector's nodes left it, as in float32 above)."""
+def test_a_float64_region_is_costed_as_llvm_ir(monkeypatch):
+    """The same in float64 is written as LLVM IR (linear build, ~0.1 ms a statement): by
+    total cost (run time over ``BUILD_CALLS`` calls plus build) the vector's 4,000
+    statements save ~1 us a call for ~0.3 s more build, so they stay loops; weighed over
+    many more calls the whole region is one scalar kernel (issue 29: the IR path's
+    constants; with numba's the vector's nodes leave it even so, as in float32 above)."""
+    graph = _coefficients_and_vector("float64")
+    _, regions = scalar_graph(graph)
+    assert regions and all(m.shape != (1000,) for r in regions for m in r.members)
+    assert any("loops are faster (over 1e+05 calls" in ch.text() for ch in graph.scalar_choices)
+    monkeypatch.setattr(settings, "BUILD_CALLS", 1e9)
     graph = _coefficients_and_vector("float64")
     _, regions = scalar_graph(graph)
     assert len(regions) == 1 and any(m.shape == (1000,) for m in regions[0].members)
@@ -146,7 +155,8 @@ def test_a_float64_region_is_costed_as_llvm_ir():
     e = choice.estimate
     assert choice.chosen and e.ir and e.build_us == (
         settings.BUILD_IR_STATEMENT_US * e.statements +
-        settings.BUILD_IR_ELEMENT_US * (e.reads + e.writes))
+        settings.BUILD_IR_ELEMENT_US * (e.reads + e.writes) +
+        settings.BUILD_IR_NODE_US * e.nodes) and e.nodes == len(choice.members)
     numba = dataclasses.replace(e, ir=False)
     assert numba.build_us > 10 * e.build_us
 
@@ -323,6 +333,7 @@ def _estimate_in_passes(members: list, graph, found=None):
     from symgrad.compile.plan.oprules import FUSED_REDUCTIONS, S
     from symgrad.compile.scalar.cost import (Estimate, _IR_CHARS, _PICKS, size_of,
                                              splits)
+    from symgrad.compile.scalar.step_cost import steps_ns
     ids = {id(m) for m in members}
     read: dict = {}
     for m in members:
@@ -341,7 +352,8 @@ def _estimate_in_passes(members: list, graph, found=None):
     return Estimate(sum(statements(m, found) for m in members), sum(read.values()), writes,
                     len({m.inputs[0].shape if m.op in FUSED_REDUCTIONS else m.shape
                          for m in members if not splits(m)}),
-                    sum(map(splits, members)), ir, (len(scatters), sum(scatters.values())))
+                    sum(map(splits, members)), ir, (len(scatters), sum(scatters.values())),
+                    steps_ns(members), len(members))
 
 
 def _programs():
@@ -375,3 +387,65 @@ def test_estimate_in_one_pass_is_the_estimate_in_passes(k, monkeypatch):
     every = [n for n in graph.order if not n.is_const]
     for f in (None, seen[-1]):
         assert cost.estimate(every, graph, f) == _estimate_in_passes(every, graph, f)
+
+
+def _planned(outputs, inputs):
+    """The folded graph as the compiler weighs it (hoisted), and its scalar regions."""
+    graph, _ = hoist_invariants(fold_graph(outputs, inputs))
+    return graph, scalar_graph(graph)[1]
+
+
+def _index_kinetics(n: int, how: str):
+    """Mass action written with index arrays (benchmarks/build_time.py b_idx, b_mat): rhs
+    and its Jacobian."""
+    rng = np.random.default_rng(0)
+    a, b, c, d = (rng.integers(0, n, 2 * n) for _ in range(4))
+    k = rng.uniform(0.1, 2.0, 2 * n)
+    x = sg.placeholder("x", shape=(n,))
+    rates = k * x[a] * x[b]
+    if how == "idx":
+        rhs = sg.unsorted_segment_sum(sg.concat([-rates, -rates, rates, rates], 0),
+                                      np.concatenate([a, b, c, d]), n)
+    else:
+        s = np.zeros((n, 2 * n))
+        for ids, sign in ((a, -1.0), (b, -1.0), (c, 1.0), (d, 1.0)):
+            np.add.at(s, (ids, np.arange(2 * n)), sign)
+        rhs = sg.matmul(s, rates[:, None])[:, 0]
+    return [rhs, sg.jacobian(rhs, x)], [x]
+
+
+@pytest.mark.parametrize("n,how", [(40, "idx"), (100, "idx"), (200, "idx"), (100, "mat")])
+def test_index_array_kinetics_is_one_kernel_at_every_size(n, how):
+    """No cliff (issue 29): the Jacobian's gather_grads are np.add.at scatters in the loop
+    form (SCATTER_ELEMENT_NS per element, ~400 us a call at 100 species), so the whole
+    program is one scalar kernel at 40, 100 and 200 species (main left the Jacobian to
+    loops from 100 on, 510 us a call)."""
+    graph, regions = _planned(*_index_kinetics(n, how))
+    assert len(regions) == 1 and all(c.chosen for c in graph.scalar_choices)
+    ops = {m.op for m in regions[0].members}
+    assert I.gather_grad in ops and I.gather in ops
+    (choice,) = graph.scalar_choices
+    e = choice.estimate
+    assert e.step_ns >= settings.SCATTER_ELEMENT_NS * 2 * n * 2 * n   # two (n, 2n) scatters
+    assert e.loop_ns > 10 * e.scalar_ns
+
+
+def test_a_dense_jacobian_of_a_128_vector_keeps_loops(monkeypatch):
+    """benchmarks/jacobians.py (case e_jac): the dense (127, 128) Jacobian would run ~2 us
+    faster a call as one scalar kernel but costs ~0.4 s more build: over BUILD_CALLS calls
+    the loops cost less, so they stay (its small leading region is still a kernel); with
+    the build weighed over very many calls it is chosen."""
+    def jacobian():
+        x = sg.placeholder("x", shape=(128,))
+        y = sg.sin(x[1:]) * x[:-1] ** 2 + sg.exp(-x[1:])
+        return [sg.jacobian(y, x)], [x]
+
+    graph, regions = _planned(*jacobian())
+    assert all(m.shape != (127, 128) for r in regions for m in r.members)
+    (declined,) = [c for c in graph.scalar_choices if not c.chosen]
+    e = declined.estimate
+    assert e.scalar_ns < e.loop_ns and not e.faster and "loops are faster (over" in \
+        declined.text()
+    monkeypatch.setattr(settings, "BUILD_CALLS", 1e9)
+    graph, regions = _planned(*jacobian())
+    assert any(m.shape == (127, 128) for r in regions for m in r.members)

@@ -73,9 +73,11 @@ _SETTINGS = (("hoist", "ENABLED"), ("hoist", "NEW_KERNEL_MIN"), ("fold", "FOLD_L
              ("scalar", "STATEMENT_NS"), ("scalar", "ELEMENT_NS"),
              ("scalar", "BUILD_STATEMENT_US"), ("scalar", "BUILD_ELEMENT_US"),
              ("scalar", "BUILD_ELEMENT_SQ_US"), ("scalar", "BUILD_IR_STATEMENT_US"),
-             ("scalar", "BUILD_IR_ELEMENT_US"), ("scalar", "BUILD_UNIT_US"),
+             ("scalar", "BUILD_IR_ELEMENT_US"), ("scalar", "BUILD_IR_NODE_US"),
+             ("scalar", "BUILD_UNIT_US"),
              ("scalar", "BUILD_BASE_US"), ("scalar", "BUILD_PER_NODE_US"),
-             ("scalar", "SCATTER_CALLS"), ("scalar", "MAX_TERMS"),
+             ("scalar", "SCATTER_CALLS"), ("scalar", "SCATTER_ELEMENT_NS"),
+             ("scalar", "MOVE_ELEMENT_NS"), ("scalar", "BUILD_CALLS"), ("scalar", "MAX_TERMS"),
              ("scalar_source", "NATIVE"))
 """(room, setting): scalar ones are ``scalar.settings.NAMES`` (tests/test_scalar_cost.py)."""
 

@@ -27,6 +27,7 @@ from ..cache.modules import cache_dir, versions, write_bytes
 from ..cache.numba_files import safe_directory
 from ..cache.trust import key_tag, read_regular, seal_bytes, unseal_bytes, warn_once
 from ..codegen.llvm import native
+from ..codegen.llvm.chunks import chunking
 
 logger = logging.getLogger("symgrad")
 
@@ -53,9 +54,9 @@ def _directory() -> Optional[Path]:
 def _file_name(ir_text: str, statements: int) -> str:
     import llvmlite.binding as ll
 
+    opt, machine = native.levels(ir_text, statements)
     text = "\0".join(["symgrad native kernel", versions(), ll.get_host_cpu_name(),
-                      ll.get_host_cpu_features().flatten(), str(native.opt_level(statements)),
-                      str(native.codegen_level(statements)),
+                      ll.get_host_cpu_features().flatten(), str(opt), str(machine),
                       ir_text])
     return hashlib.sha256(text.encode()).hexdigest()[:40] + "-" + key_tag() + ".o"
 
@@ -166,11 +167,13 @@ def paths(module) -> dict:
         if kernel.reason:
             out[index] = f"numba function ({kernel.reason})"
         else:
-            n = kernel.size
+            opt, machine = native.levels(kernel.ir_text, kernel.size)
+            shape = chunking(kernel.ir_text)
+            split = "" if shape is None else \
+                f", in {shape[0]} chunks of at most {shape[1]} (one LLVM function each)"
             out[index] = (f"LLVM IR compiled by llvmlite, no numba front end "
-                          f"({kernel.statements} statements, {n} with reads and writes, "
-                          f"passes -O{native.opt_level(n)}, code generation "
-                          f"-O{native.codegen_level(n)})")
+                          f"({kernel.statements} statements, {kernel.size} with reads and "
+                          f"writes{split}, passes -O{opt}, code generation -O{machine})")
     for index, why in getattr(module, "NUMBA_REASONS_", {}).items():
         out[index] = f"numba function ({why})"
     return out

@@ -13,10 +13,12 @@ a contraction its products that are not all numbers (densely n * m * k for a mat
 an einsum or tensordot, of any number of operands, the product of its letters' lengths);
 a view or a move (getitem, stack, transpose, ``getitem_grad``, ...) none. A node joins a
 region while its statements cost at most the calls the program's structural steps could
-save (``admissible``, ``units``). The scalar form is chosen where it is cheaper
-at run time, and while the build time the program's scalar kernels add over the loops
-they replace (``BUILD_*_US`` per statement and per element read or written, against
-``BUILD_UNIT_US`` per loop kernel or step) fits together in a budget that grows with
+save (``admissible``, ``units``); the loop form's steps add their element work where
+their rule declares it (``step_cost.py``: ``np.add.at`` scatters, gathers). The scalar
+form is chosen where it costs less in total (run time over ``BUILD_CALLS`` calls plus
+build time), and while the build time the program's scalar kernels add over the loops
+they replace (``BUILD_*_US`` per statement, per element read or written and per node,
+against ``BUILD_UNIT_US`` per loop kernel or step) fits together in a budget that grows with
 the program (``BUILD_BASE_US`` and ``BUILD_PER_NODE_US`` per node; the regions saving
 the most run time per build second first): a kernel may grow with the program it comes
 from, never past a fixed size. A kernel of float64 and bool values is written as LLVM IR
@@ -32,7 +34,7 @@ constants, superlinear in its elements). All constants live in ``settings.py``.
 (100, 100, 100, 1, 101, True)
 >>> print(e.text().replace("; ", ";" + chr(10)))
 scalar ~1.1 us (100 statements) vs loops ~102 us (1 kernel, 101 steps);
-build ~0.063 s (200 elements read or written) vs ~5.1 s
+build ~0.047 s (200 elements read or written) vs ~5.1 s
 >>> within_budget([e], budget_us(g)), budget_us(g) / 1e6
 ([True], 4.02)
 """
@@ -54,6 +56,7 @@ from ..plan.fold import FoldedGraph, LNode
 from ..plan.oprules import FUSED_REDUCTIONS, S
 from . import settings
 from .elements import ELEMENT_RULES
+from .step_cost import steps_ns
 from .structure import READ, structure
 
 __all__ = ["Estimate", "estimate", "statements", "known", "units", "splits", "size_of",
@@ -188,6 +191,8 @@ class Estimate:
     steps: int
     ir: bool = True     # float64 and bool values: the kernel is written as LLVM IR
     scatters: tuple = (0, 0)  # (steps, elements): getitem_grads fed by its outputs
+    step_ns: float = 0.0  # the loop form's per-element step work (step_cost.py)
+    nodes: int = 0      # the region's nodes (their graph work, BUILD_IR_NODE_US each)
 
 
     @property
@@ -202,11 +207,15 @@ class Estimate:
     @property
     def loop_ns(self) -> float:
         return settings.DISPATCH_NS * (self.kernels + self.steps) + \
-            settings.ELEMENT_NS * self.statements
+            settings.ELEMENT_NS * self.statements + self.step_ns
 
     @property
     def faster(self) -> bool:
-        return self.scalar_ns < self.loop_ns
+        """The scalar form costs less in total: run time over ``BUILD_CALLS`` calls plus
+        build time (a kernel that saves little a call is not worth a long build)."""
+        calls = settings.BUILD_CALLS
+        return self.scalar_ns * calls + self.build_us * 1e3 < \
+            self.loop_ns * calls + self.loop_build_us * 1e3
 
     @property
     def build_us(self) -> float:
@@ -215,7 +224,7 @@ class Estimate:
         elements = self.reads + self.writes
         if self.ir:
             return settings.BUILD_IR_STATEMENT_US * self.statements + \
-                settings.BUILD_IR_ELEMENT_US * elements
+                settings.BUILD_IR_ELEMENT_US * elements + settings.BUILD_IR_NODE_US * self.nodes
         return settings.BUILD_STATEMENT_US * self.statements + elements * (
             settings.BUILD_ELEMENT_US + settings.BUILD_ELEMENT_SQ_US * elements)
 
@@ -320,4 +329,4 @@ def estimate(members: list, graph: FoldedGraph, found: Optional[dict] = None) ->
         if outside:
             writes += size_of(m.shape)
     return Estimate(work, sum(read.values()), writes, len(shapes), steps, ir,
-                    (len(scatters), sum(scatters.values())))
+                    (len(scatters), sum(scatters.values())), steps_ns(members), len(members))

@@ -212,20 +212,35 @@ def _sum_classes(node, arrays: list, fresh) -> Optional[tuple]:
     return out_cls, out_num, made
 
 
-def _record(rule, statements, classes):
+def _moved(node) -> tuple:
+    """(elements, False): a gather moves its output's elements (fancy indexing)."""
+    return _size(node.shape), False
+
+
+def _summed(node) -> tuple:
+    """(elements, scatters): a segment sum adds its data's elements in one compiled pass;
+    a gather_grad scatters its gradient's with ``np.add.at`` (``step_cost.py``)."""
+    return _size(node.inputs[0].shape), node.op is I.gather_grad
+
+
+def _record(rule, statements, classes, step_elements):
     rule.binds = True            # node_elements passes the ElementCode (elements.py)
     rule.statements = statements
     rule.classes = classes
+    rule.step_elements = step_elements      # the numpy step's work (step_cost.py)
     return rule
 
 
 GATHER_RULES: dict = {
-    I.gather: _record(_gather_rule, _move_statements, _move_classes),
-    I.gather_grad: _record(_gather_grad_rule, _sum_statements, _sum_classes),
-    A.unsorted_segment_sum: _record(_segment_sum_rule, _sum_statements, _sum_classes),
-    A.segment_sum: _record(_segment_sum_rule, _sum_statements, _sum_classes),
-    A.segment_gather: _record(_segment_gather_rule, _move_statements, _move_classes),
+    I.gather: _record(_gather_rule, _move_statements, _move_classes, _moved),
+    I.gather_grad: _record(_gather_grad_rule, _sum_statements, _sum_classes, _summed),
+    A.unsorted_segment_sum: _record(_segment_sum_rule, _sum_statements, _sum_classes,
+                                    _summed),
+    A.segment_sum: _record(_segment_sum_rule, _sum_statements, _sum_classes, _summed),
+    A.segment_gather: _record(_segment_gather_rule, _move_statements, _move_classes,
+                              _moved),
 }
 """{record: rule(node, input object arrays, ElementCode) -> object array}, merged into
 ``elements.ELEMENT_RULES``; each rule's ``statements(node)`` (None: declined) and
-``classes(node, [(classes, numbers) of each input], fresh)`` (the structure pass)."""
+``classes(node, [(classes, numbers) of each input], fresh)`` (the structure pass) and
+``step_elements(node) -> (elements, scatters)`` (its numpy step's work, ``step_cost.py``)."""

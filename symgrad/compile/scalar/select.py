@@ -118,7 +118,9 @@ class Choice:
         return self.estimate.faster and self.fits
 
     def text(self) -> str:
-        why = "" if self.chosen else "; loops are faster" if not self.estimate.faster else \
+        why = "" if self.chosen else \
+            f"; loops are faster (over {settings.BUILD_CALLS:.3g} calls, with the builds)" \
+            if not self.estimate.faster else \
             f"; over the program's build budget ~{self.budget / 1e6:.2g} s"
         return self.estimate.text() + why
 

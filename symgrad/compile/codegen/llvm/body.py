@@ -419,15 +419,16 @@ def operand(text: str) -> str:
 
 def statements_ir(steps: list, helpers: Optional[dict] = None) -> Optional[tuple]:
     """(IR lines, {name: operand} of values that are not their own SSA name, declarations,
-    helpers called) of the ``steps`` (as ``function_ir``'s), or None when one is outside
-    the subset."""
+    helpers called, the index of the step each entry of the lines comes from) of the
+    ``steps`` (as ``function_ir``'s), or None when one is outside the subset."""
     translated: dict = {}
     declares: set = set()
     called: set = set()
     value: dict = {}
     body = []
+    owners = []
     flags = FLAGS if len(steps) <= REASSOC_STATEMENTS else LONG_FLAGS
-    for text, args, name, kinds, kind in steps:
+    for i, (text, args, name, kinds, kind) in enumerate(steps):
         template = translated.get((text, kinds, kind))
         if template is None:
             try:
@@ -441,9 +442,10 @@ def statements_ir(steps: list, helpers: Optional[dict] = None) -> Optional[tuple
         lines, result = instantiate(template, "%" + name, ops)
         if lines:
             body.append(lines)
+            owners.append(i)
         if result != "%" + name:
             value[name] = result
-    return body, value, declares, called
+    return body, value, declares, called, owners
 
 
 def function_ir(inputs: tuple, steps: list, results: list, inline: bool,
@@ -462,7 +464,7 @@ def function_ir(inputs: tuple, steps: list, results: list, inline: bool,
         made = statements_ir(steps, helpers)
     if made is None:
         return None
-    body, value, declares, called = made
+    body, value, declares, called = made[:4]
     declares = set(declares)
     names = names or [f"a{k}" for k in range(len(inputs))]
     params = ", ".join([f"{kind} %{name}" for kind, name in zip(inputs, names)] +

@@ -30,6 +30,7 @@ from typing import Optional
 
 import numpy as np
 
+from . import chunks
 from .body import RAISING_HELPERS, helper_declaration, statements_ir
 
 TYPE_NUMS = {"double": 12, "i1": 0}          # NPY_DOUBLE, NPY_BOOL
@@ -144,19 +145,40 @@ def _writes(lines: list, j: int, o: str, kind: str, elements: list, value: dict)
     stored at many elements is still stored at each: a loop over their offsets, tried,
     saved 0.08 s of the 100-species Jacobian's LLVM time and changed how LLVM's fast-math
     passes rounded a few elements.)"""
-    if any(kind != vkind and not (kind == "double" and vkind == "i1")
-           for _, vkind in elements):
+    if not _writable(kind, elements):
         return False
     data = _field(lines, f"%w{j}", o, 16, "ptr")
     fill = zero_filled(kind, elements)
     if fill:
-        lines.append(f"  call void @llvm.memset.p0.i64(ptr {data}, i8 0, i64 "
-                     f"{len(elements) * ITEM_BYTES[kind]}, i1 false)")
-    for flat, (text, vkind) in enumerate(elements):
-        if fill and text in _ZERO_BITS:
-            continue
-        v = value.get(text) or (("%" + text) if text.isidentifier() and
-                                text not in ("true", "false") else text)
+        lines.append(_memset(data, kind, elements))
+    _stores(lines, j, data, kind, [(flat, _operand(text, value), vkind)
+                                   for flat, (text, vkind) in _stored(kind, elements)])
+    return True
+
+
+def _writable(kind: str, elements: list) -> bool:
+    return all(kind == vkind or (kind == "double" and vkind == "i1") for _, vkind in elements)
+
+
+def _memset(data: str, kind: str, elements: list) -> str:
+    return (f"  call void @llvm.memset.p0.i64(ptr {data}, i8 0, i64 "
+            f"{len(elements) * ITEM_BYTES[kind]}, i1 false)")
+
+
+def _stored(kind: str, elements: list) -> list:
+    """(flat index, (text, kind)) of the elements stored one by one."""
+    fill = zero_filled(kind, elements)
+    return [(flat, e) for flat, e in enumerate(elements) if not (fill and e[0] in _ZERO_BITS)]
+
+
+def _operand(text: str, value: dict) -> str:
+    return value.get(text) or (("%" + text) if text.isidentifier() and
+                               text not in ("true", "false") else text)
+
+
+def _stores(lines: list, j: int, data: str, kind: str, items: list) -> None:
+    """Stores of (flat index, operand, operand kind) into output ``j``'s ``data``."""
+    for flat, v, vkind in items:
         at = f"%w{j}.{flat}"
         lines.append(f"  {at} = getelementptr inbounds i8, ptr {data}, i64 "
                      f"{flat * ITEM_BYTES[kind]}")
@@ -168,11 +190,11 @@ def _writes(lines: list, j: int, o: str, kind: str, elements: list, value: dict)
             lines.append(f"  store i8 {at}.v, ptr {at}")
             continue
         lines.append(f"  store double {v}, ptr {at}")
-    return True
 
 
 def kernel_ir(inputs: list, steps: list, outputs: list,
-              helpers: Optional[dict] = None, made: Optional[tuple] = None) -> Optional[tuple]:
+              helpers: Optional[dict] = None, made: Optional[tuple] = None,
+              chunk: Optional[int] = None) -> Optional[tuple]:
     """(IR module text of ``ptr @SYMBOL_(ptr self, ptr args, i64 nargs)``, helpers called),
     or None where a statement or an element is outside the subset.
 
@@ -180,43 +202,41 @@ def kernel_ir(inputs: list, steps: list, outputs: list,
     or "i1"); ``steps``: as ``body.function_ir``'s; ``outputs``: (kind, shape, [(value
     text, value kind)] in C order) per output array, a value text being a statement's or a
     read's name or an LLVM constant (``0x...``, ``true``); ``made``: the steps'
-    ``statements_ir`` when the caller has it."""
+    ``statements_ir`` when the caller has it. Past ``chunk`` statements (default
+    ``chunks.CHUNK_STATEMENTS``) a deep kernel's statements are cut into functions
+    (``chunks.py``)."""
     if made is None:
         made = statements_ir(steps, helpers)
     if made is None:
         return None
-    body, value, declares, called = made
+    body, value, declares, called = made[:4]
+    if any(len(elements) != int(np.prod(shape, dtype=np.int64)) or
+           not _writable(kind, elements) for kind, shape, elements in outputs):
+        return None
     declares = set(declares)
-    n = len(inputs) + len(outputs)
     raising = any(spec.startswith(RAISING_HELPERS) for spec, _ in called)
-    lines = ["define ptr @SYMBOL_(ptr %self, ptr %args, i64 %nargs) #0 {", "entry:",
-             *(["  %fail = alloca i32", "  store i32 0, ptr %fail"] if raising else []),
-             f"  %count = icmp eq i64 %nargs, {n}", "  br i1 %count, label %in0, label %bad"]
-    args: list = []
-    for k, (kind, shape, _) in enumerate(inputs):
-        x = f"%x{k}"
-        args.append(x)
-        lines.append(f"in{k}:")
-        lines.append(f"  {x}.pp = getelementptr inbounds ptr, ptr %args, i64 {k}")
-        lines.append(f"  {x} = load ptr, ptr {x}.pp")
-        test = _type_test(lines, x)
-        lines.append(f"  br i1 {test}, label %in{k}.b, label %bad")
-        lines.append(f"in{k}.b:")
-        _check_block(lines, x, kind, shape, f"in{k + 1}" if k + 1 < len(inputs) else "run",
-                     "bad")
-    if not inputs:
-        lines[3 + 2 * raising] = "  br i1 %count, label %run, label %bad"
-    lines.append("run:")
-    for k, (kind, shape, reads) in enumerate(inputs):
-        _reads(lines, f"%x{k}", kind, shape, reads)
-    lines += body
-    for j, (kind, shape, elements) in enumerate(outputs):
-        o = f"%y{j}"
-        lines.append(f"  {o}.pp = getelementptr inbounds ptr, ptr %args, i64 {len(inputs) + j}")
-        lines.append(f"  {o} = load ptr, ptr {o}.pp")
-        if len(elements) != int(np.prod(shape, dtype=np.int64)) or \
-                not _writes(lines, j, o, kind, elements, value):
-            return None
+    limit = chunks.CHUNK_STATEMENTS if chunk is None else chunk
+    split = len(body) > limit and len(made) > 4 and chunks.deep(
+        len(steps), sum(len(_stored(kind, elements)) for kind, _, elements in outputs),
+        sum(entry.count("\n") + 1 for entry in body))
+    lines = _entry(inputs, len(outputs), raising, split)
+    head, functions = "", []
+    if split:
+        p = chunks.plan(steps, body, value, made[4], _read_kinds(inputs),
+                        [[(flat, _operand(text, value)) for flat, (text, _) in
+                          _stored(kind, elements)] for kind, _, elements in outputs], limit)
+        functions = _chunk_functions(p, inputs, outputs, body, raising)
+        head = chunks.header(len(p.bounds), max(_chunk_size(p, k) for k in
+                                                range(len(p.bounds))))
+        lines += _run_chunks(p, len(inputs), outputs, raising, declares)
+    else:
+        for k, (kind, shape, reads) in enumerate(inputs):
+            _reads(lines, f"%x{k}", kind, shape, reads)
+        lines += body
+        for j, (kind, shape, elements) in enumerate(outputs):
+            o = f"%y{j}"
+            _output(lines, j, len(inputs))
+            _writes(lines, j, o, kind, elements, value)
     if raising:     # a linalg check failed: numba's function runs and raises its error
         lines += ["  %fail.r = load i32, ptr %fail", "  %failed = icmp ne i32 %fail.r, 0",
                   "  br i1 %failed, label %bad, label %done", "done:"]
@@ -230,6 +250,128 @@ def kernel_ir(inputs: list, steps: list, outputs: list,
     declares |= {"declare void @Py_IncRef(ptr)", "@_Py_NoneStruct = external global i8",
                  "@_Py_NotImplementedStruct = external global i8",
                  f"@{NDARRAY} = external global i8"}
-    text = "\n".join(lines + sorted(declares) + ["attributes #0 = { nounwind }",
-                                                 "attributes #1 = { nounwind memory(read) }"])
-    return text + "\n", tuple(sorted(called))
+    attributes = ["attributes #0 = { nounwind }", "attributes #1 = { nounwind memory(read) }"]
+    if split:
+        attributes.append("attributes #2 = { nounwind noinline }")
+    text = "\n".join(lines + functions + sorted(declares) + attributes)
+    return head + text + "\n", tuple(sorted(called))
+
+
+def _entry(inputs: list, n_outputs: int, raising: bool, split: bool) -> list:
+    """The entry function's head: the argument count, each input's checks, ``run:``."""
+    n = len(inputs) + n_outputs
+    lines = ["define ptr @SYMBOL_(ptr %self, ptr %args, i64 %nargs) #0 {", "entry:",
+             *(["  %fail = alloca i32", "  store i32 0, ptr %fail"] if raising else []),
+             f"  %count = icmp eq i64 %nargs, {n}", "  br i1 %count, label %in0, label %bad"]
+    if not inputs:
+        lines[3 + 2 * raising] = "  br i1 %count, label %run, label %bad"
+    for k, (kind, shape, _) in enumerate(inputs):
+        x = f"%x{k}"
+        lines.append(f"in{k}:")
+        lines.append(f"  {x}.pp = getelementptr inbounds ptr, ptr %args, i64 {k}")
+        lines.append(f"  {x} = load ptr, ptr {x}.pp")
+        test = _type_test(lines, x)
+        lines.append(f"  br i1 {test}, label %in{k}.b, label %bad")
+        lines.append(f"in{k}.b:")
+        _check_block(lines, x, kind, shape, f"in{k + 1}" if k + 1 < len(inputs) else "run",
+                     "bad")
+    lines.append("run:")
+    return lines
+
+
+def _output(lines: list, j: int, n_inputs: int) -> None:
+    o = f"%y{j}"
+    lines.append(f"  {o}.pp = getelementptr inbounds ptr, ptr %args, i64 {n_inputs + j}")
+    lines.append(f"  {o} = load ptr, ptr {o}.pp")
+
+
+def _read_kinds(inputs: list) -> dict:
+    return {name: kind for kind, _, reads in inputs for _, name in reads}
+
+
+def _chunk_size(p, c: int) -> int:
+    """A chunk's statements, element reads and writes (what LLVM's levels count, as for a
+    kernel of one function; its scratch loads and stores are placed beside the statements
+    that use them and add little to LLVM's time)."""
+    start, end = p.bounds[c]
+    return (end - start) + len(p.reads[c]) + len(p.writes[c])
+
+
+def _run_chunks(p, n_inputs: int, outputs: list, raising: bool, declares: set) -> list:
+    """The entry's ``run:`` block of a chunked kernel: the scratch, the zero fills, a call
+    of each chunk."""
+    size = max(8, 8 * p.slots)
+    heap = size > chunks.STACK_SCRATCH
+    lines = []
+    if heap:
+        declares |= {"declare ptr @malloc(i64)", "declare void @free(ptr)",
+                     "declare ptr @PyErr_NoMemory()"}
+        lines += [f"  %sc = call ptr @malloc(i64 {size})", "  %sc.null = icmp eq ptr %sc, null",
+                  "  br i1 %sc.null, label %nomem, label %sc.ok", "nomem:",
+                  "  %nomem.r = call ptr @PyErr_NoMemory()", "  ret ptr null", "sc.ok:"]
+    else:
+        lines.append(f"  %sc = alloca i8, i64 {size}, align 16")
+    for j, (kind, _, elements) in enumerate(outputs):
+        if zero_filled(kind, elements):
+            _output(lines, j, n_inputs)
+            lines.append(_memset(_field(lines, f"%w{j}", f"%y{j}", 16, "ptr"), kind,
+                                 elements))
+    fail = ", ptr %fail" if raising else ""
+    for c in range(len(p.bounds)):
+        lines.append(f"  call void @SYMBOL_.c{c}(ptr %args, ptr %sc{fail})")
+    if heap:
+        lines.append("  call void @free(ptr %sc)")
+    return lines
+
+
+def _chunk_functions(p, inputs: list, outputs: list, body: list, raising: bool) -> list:
+    """The chunks' functions: loads of their reads and live values, their statements,
+    stores of the values later chunks read and of the output elements they compute."""
+    index = {name: (k, index) for k, (_, _, reads) in enumerate(inputs)
+             for index, name in reads}
+    fail = ", ptr %fail" if raising else ""
+    out = []
+    for c, (start, end) in enumerate(p.bounds):
+        lines = [f"define internal void @SYMBOL_.c{c}(ptr noalias %args, ptr noalias %sc"
+                 f"{fail}) #2 {{", "entry:"]
+        by_input: dict = {}
+        for name in p.reads[c]:
+            k, at = index[name]
+            by_input.setdefault(k, []).append((at, name))
+        for k in sorted(by_input):
+            kind, shape, _ = inputs[k]
+            x = f"%x{k}"
+            lines.append(f"  {x}.pp = getelementptr inbounds ptr, ptr %args, i64 {k}")
+            lines.append(f"  {x} = load ptr, ptr {x}.pp")
+            _reads(lines, x, kind, shape, by_input[k])
+        loads: dict = {}
+        for op, slot, kind, first in p.live_in[c]:
+            loads.setdefault(first, []).append((op, slot, kind))
+        stored: dict = {}
+        for op, slot, kind, entry in p.live_out[c]:
+            stored.setdefault(entry, []).append((op, slot, kind))
+        for entry in range(start, end):
+            for op, slot, kind in loads.get(entry, ()):
+                lines.append(f"  {op}.lp = getelementptr inbounds i8, ptr %sc, i64 {8 * slot}")
+                if kind == "i1":
+                    lines += [f"  {op}.lb = load i8, ptr {op}.lp",
+                              f"  {op} = icmp ne i8 {op}.lb, 0"]
+                else:
+                    lines.append(f"  {op} = load {kind}, ptr {op}.lp")
+            lines.append(body[entry])
+            for op, slot, kind in stored.get(entry, ()):
+                lines.append(f"  {op}.sp = getelementptr inbounds i8, ptr %sc, i64 {8 * slot}")
+                if kind == "i1":
+                    lines += [f"  {op}.sb = zext i1 {op} to i8",
+                              f"  store i8 {op}.sb, ptr {op}.sp"]
+                else:
+                    lines.append(f"  store {kind} {op}, ptr {op}.sp")
+        by_output: dict = {}
+        for j, flat, op in p.writes[c]:
+            by_output.setdefault(j, []).append((flat, op, outputs[j][2][flat][1]))
+        for j in sorted(by_output):
+            _output(lines, j, len(inputs))
+            data = _field(lines, f"%w{j}", f"%y{j}", 16, "ptr")
+            _stores(lines, j, data, outputs[j][0], by_output[j])
+        out += lines + ["  ret void", "}"]
+    return out

@@ -4,7 +4,8 @@ The IR is added to a code library of numba's CPU codegen (numba's LLVM layer: it
 machine, its JIT and symbol resolution, the njit helpers linked as numba links a callee,
 its object-code serialisation), optimised by numba's own pipeline up to ``NUMBA_PASSES``
 statements (numba's results bit for bit) and at O1 above (``opt_level``), so that LLVM's
-time stays linear in the statements.
+time stays linear in the statements; a kernel cut into chunks (``chunks.py``) at
+``CHUNK_LEVELS``.
 The compiled function is wrapped as a builtin (``METH_FASTCALL``): a call from Python is a
 C call, with no argument typing and no dispatcher.
 
@@ -21,6 +22,7 @@ import struct
 from typing import Optional
 
 from .body import helper_symbol, linked as calls
+from .chunks import chunking
 from .kernel import NDARRAY
 
 METH_FASTCALL = 0x0080
@@ -45,6 +47,28 @@ def opt_level(statements: int) -> int:
     (3, 1)
     """
     return 3 if statements <= NUMBA_PASSES else 1
+
+
+CHUNK_LEVELS = (1, 1)
+"""(IR passes, code generation) of a kernel cut into chunks (``chunks.py``): per call as
+fast as numba's pipeline and code generation -O3 (RK4 500 steps, 145 chunks of 500: 20.9 /
+20.6 us; 25 layers, 17 chunks: 34.9 / 36.2 us) at 60% of their LLVM time (RK4: 3.6 / 5.4 s
+CPU, loaded machine); code generation -O0 spills every value (25.5 and 75 us)."""
+
+
+def levels(ir_text: str, size: int) -> tuple:
+    """(IR passes, code generation) levels of a kernel's IR of ``size`` (statements, reads
+    and writes): ``CHUNK_LEVELS`` when it is cut into chunks, else ``opt_level`` and
+    ``codegen_level`` of its size.
+
+    >>> levels("; symgrad chunks 4 largest 510\\ndefine ...", 2_000)
+    (1, 1)
+    >>> levels("", 800)
+    (3, 2)
+    """
+    if chunking(ir_text) is not None:
+        return CHUNK_LEVELS
+    return opt_level(size), codegen_level(size)
 
 
 def symbol_of(ir_text: str) -> str:
@@ -182,7 +206,7 @@ def _optimise(codegen, module, level: int) -> None:
 
 def compile_kernel(ir_text: str, helpers: tuple, statements: int) -> tuple:
     """(builtin function, serialised library) of a kernel's IR (``@SYMBOL_``): optimised
-    at ``opt_level``, turned into object code at ``codegen_level``, and loaded into numba's
+    at ``opt_level``, turned into object code at ``codegen_level`` (``levels``), and loaded into numba's
     JIT as numba loads a cached library (the one path for a compile and a cache hit).
     Without helpers to link and while numba is not imported, the same steps run through
     llvmlite alone (``jit.py``) and the code loads into an engine of its own."""
@@ -196,7 +220,7 @@ def compile_kernel(ir_text: str, helpers: tuple, statements: int) -> tuple:
         with jit.LOCK:
             _add_symbols()
             data = pack((symbol, "object", jit.compile_object(
-                text, opt_level(statements), codegen_level(statements))))
+                text, *levels(ir_text, statements))))
         return _loaded(ir_text, data)
     from numba.core.compiler_lock import global_compiler_lock
     from numba.core.registry import cpu_target
@@ -217,8 +241,9 @@ def compile_kernel(ir_text: str, helpers: tuple, statements: int) -> tuple:
         module.verify()
         for library in linked:
             module.link_in(library._get_module_for_linking(), preserve=True)
-        _optimise(codegen, module, opt_level(statements))
-        obj = _machine(codegen, codegen_level(statements)).emit_object(module)
+        opt, machine = levels(ir_text, statements)
+        _optimise(codegen, module, opt)
+        obj = _machine(codegen, machine).emit_object(module)
         data = pack((symbol, "object", (obj, module.as_bitcode())))
     return _loaded(ir_text, data)
 
