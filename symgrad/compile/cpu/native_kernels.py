@@ -170,7 +170,7 @@ def paths(module) -> dict:
             opt, machine = native.levels(kernel.ir_text, kernel.size)
             shape = chunking(kernel.ir_text)
             passes = f"-O{opt}" if isinstance(opt, int) else \
-                ", ".join(jit.SHORT_PASSES).replace("_", "")
+                ", ".join(jit.SHORT_PASSES)
             split = "" if shape is None else \
                 f", in {shape[0]} chunks of at most {shape[1]} (one LLVM function each)"
             out[index] = (f"LLVM IR compiled by llvmlite, no numba front end "
