@@ -70,7 +70,8 @@ def test_random_programs_in_chunks_match_one_function(seed, monkeypatch):
     split, shapes = _build(inputs, outputs, 7, monkeypatch)
     assert all(s is not None for s in shapes) and max(s[0] for s in shapes) >= 3, shapes
     assert "chunks of at most" in split.explain()
-    assert "passes sroa, instruction_combine, simplify_cfg, code generation -O1" in split.explain()
+    text = split.explain()
+    assert "passes sroa, instruction_combine, simplify_cfg, code generation -O1" in text
     rng = np.random.default_rng(100 + seed)
     for _ in range(3):
         args = [rng.normal(size=4), rng.normal(size=3)]

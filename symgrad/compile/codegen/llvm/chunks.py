@@ -60,14 +60,14 @@ def deep(statements: int, stored: int) -> bool:
     """Whether a kernel of ``statements`` that stores ``stored`` output elements one by
     one is cut into chunks (when it has more than ``CHUNK_STATEMENTS``): a deep program
     (RK4 500 steps: 8,000 statements an element, 32 -> 21 us per call; 25 layers: 64, 56
-    -> 37 us; 200 layers: 540 -> 392 us at the same build time, 29 s), not a wide one, a
-    Jacobian's (pendulum: 43, mass action: 1.4), whose chunks gained at most 16% per call
-    at code generation -O1 (9.3 -> 7.8 us; 6.4 -> 6.6 us) for 2-5 times the LLVM time of
-    the one function at -O0, and lost 40% at -O0 (9.1 -> 13.1 us, 6.3 -> 8.0 us): it stays
-    one function. There is no size budget any more: with the chunks' short passes
-    (``native.CHUNK_LEVELS``) LLVM's time in chunks is linear in the statements and no
-    longer above the one function's (200 layers, about 900,000 lines of IR: 23.8 s
-    against 24.4 s of LLVM; at IR passes -O1 it was 44 s against 31 s of the build).
+    -> 37 us; 200 layers: 505-540 -> 392-399 us at the same build time, 29 s), not a wide
+    one, a Jacobian's (pendulum: 43, mass action: 1.4), whose chunks gained at most 16% per
+    call at code generation -O1 (9.3 -> 7.8 us; 6.4 -> 6.6 us) for 2-5 times the LLVM
+    time of the one function at -O0, and lost 40% at -O0 (9.1 -> 13.1 us, 6.3 -> 8.0 us):
+    it stays one function. There is no size budget any more: with the chunks' short
+    passes (``native.CHUNK_LEVELS``) LLVM's time in chunks is linear in the statements
+    and no longer above the one function's (200 layers, about 900,000 lines of IR: 23.8-25.2
+    s against 24.4 s of LLVM; at IR passes -O1 it was 44 s against 31 s of the build).
 
     >>> deep(72_000, 9), deep(3_278, 2_300), deep(66_000, 129)
     (True, False, True)
