@@ -27,7 +27,7 @@ from . import modules as cache
 
 __all__ = ["CODEGEN_VERSION", "compile_key"]
 
-CODEGEN_VERSION = "19"   # 19: deep scalar kernels cut into chunks, one LLVM function each (codegen/llvm/chunks.py); 18: the module header binds numba's names deferred (kernel_lib/deferred.py); 17: a scalar kernel's numba forms (where its IR kernel exists) a string literal compiled when first used (cpu/deferred.py); 16: gather and segment sums with constant indices as scalar element rules; 15: mostly-zero outputs zero-filled by memset, linalg checks defined in the IR; 14: loop kernels as IR (native_loops) and scalar bodies' arguments named by their reads; 12: whole-kernel IR: failed linalg checks fall back; 11: scalar kernels as IR
+CODEGEN_VERSION = "20"   # 20: chunks compiled by a short pass list (sroa, instcombine, simplifycfg) without the machine scheduler; 19: deep scalar kernels cut into chunks, one LLVM function each (codegen/llvm/chunks.py); 18: the module header binds numba's names deferred (kernel_lib/deferred.py); 17: a scalar kernel's numba forms (where its IR kernel exists) a string literal compiled when first used (cpu/deferred.py); 16: gather and segment sums with constant indices as scalar element rules; 15: mostly-zero outputs zero-filled by memset, linalg checks defined in the IR; 14: loop kernels as IR (native_loops) and scalar bodies' arguments named by their reads; 12: whole-kernel IR: failed linalg checks fall back; 11: scalar kernels as IR
 
 
 def compile_key(graph, target: str, mode: OutputMode, math: str) -> str:
