@@ -106,3 +106,18 @@ def test_plans_are_pinned(name):
 def test_digest_sees_a_change():
     """The digest is not blind: one more step is another plan."""
     assert _digest(lambda: _rk4_unrolled(3)) != _digest(lambda: _rk4_unrolled(4))
+
+
+def test_scalar_graph_keeps_the_original_text_and_digests_its_regions(monkeypatch):
+    """A ScalarGraph's canonical text is the original graph's, as it was before the regions
+    replaced its nodes, and the regions; its digest (the compile key's) changes with them."""
+    from symgrad.compile.scalar import settings
+    inputs, outputs = _rk4_unrolled(3)
+    graph = fold_graph(outputs, inputs)
+    text, digest = graph.canonical(), graph.digest()
+    scalar, regions = scalar_graph(graph)
+    assert regions and scalar.canonical().startswith(text + "\nscalar 0: ")
+    inputs, outputs = _rk4_unrolled(3)
+    monkeypatch.setattr(settings, "SCALAR_ELEMENTS", 0)       # no regions at all
+    plain, none = scalar_graph(fold_graph(outputs, inputs))
+    assert not none and plain.digest() == digest != scalar.digest()

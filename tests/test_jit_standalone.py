@@ -42,12 +42,12 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _run(cache: Path, first_numba: bool) -> dict:
+def _run(cache: Path, first_numba: bool, script: str = SCRIPT) -> dict:
     env = dict(os.environ, SYMGRAD_CACHE_DIR=str(cache),
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     for name in ("NUMBA_OPT", "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_DISABLE_JIT"):
         env.pop(name, None)
-    done = subprocess.run([sys.executable, "-c", SCRIPT.format(first_numba=first_numba)],
+    done = subprocess.run([sys.executable, "-c", script.format(first_numba=first_numba)],
                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -67,3 +67,32 @@ def test_all_ir_build_without_numba_equals_numba_codegen(tmp_path):
     assert again["numba"] is False and again["bits"] == alone["bits"]
     values = np.concatenate([np.array(b, np.int64) for b in alone["bits"]]).view(np.float64)
     assert np.isfinite(values).all() and np.count_nonzero(values) > 24
+
+
+CHUNKED = textwrap.dedent("""
+    import json, sys
+    if {first_numba}:
+        import numba
+    import numpy as np, symgrad as sg
+    from symgrad.compile.codegen.llvm import chunks
+    chunks.CHUNK_STATEMENTS, chunks.DEEP = 7, 0        # a small program in chunks
+    x = sg.placeholder("x", shape=(4,))
+    h = x
+    for _ in range(6):
+        h = sg.sin(h * 1.1 + sg.reverse(h, [0])) * h
+    loss = sg.reduce_sum(h * h)
+    f = sg.function([x], [loss] + sg.gradients(loss, [x]))
+    outs = f(np.array([0.3, -0.7, 1.1, 0.2]))
+    print(json.dumps(dict(numba="numba" in sys.modules, chunked="chunks of at most" in
+                          f.explain(), bits=[np.asarray(o).view(np.int64).ravel().tolist()
+                                             for o in outs])))
+""")
+
+
+def test_chunks_short_passes_equal_on_both_paths(tmp_path):
+    """A kernel in chunks (the short passes, no machine scheduler) compiled without numba
+    and by numba's codegen: the same bits."""
+    alone = _run(tmp_path / "alone", first_numba=False, script=CHUNKED)
+    numba = _run(tmp_path / "numba", first_numba=True, script=CHUNKED)
+    assert alone["chunked"] and numba["chunked"] and alone["numba"] is False
+    assert numba["bits"] == alone["bits"]

@@ -326,6 +326,69 @@ def test_the_program_bound_on_admission_keeps_64x64_matmuls_out():
     assert admissible(node, found, 64 ** 3)
 
 
+# --- estimate in one pass: the same numbers as the four passes it replaced ----------------
+
+def _estimate_in_passes(members: list, graph, found=None):
+    """``cost.estimate`` as it was (four passes over the members), for comparison."""
+    from symgrad.compile.plan.oprules import FUSED_REDUCTIONS, S
+    from symgrad.compile.scalar.cost import (Estimate, _IR_CHARS, _PICKS, size_of,
+                                             splits)
+    from symgrad.compile.scalar.step_cost import steps_ns
+    ids = {id(m) for m in members}
+    read: dict = {}
+    for m in members:
+        for i in m.inputs:
+            if id(i) not in ids and not i.is_const:
+                whole = size_of(i.shape)
+                part = size_of(m.shape) if m.op in _PICKS else whole
+                read[id(i)] = min(whole, read.get(id(i), 0) + part)
+    wanted = {id(o) for o in graph.outputs if o is not None}
+    scatters = {id(c): size_of(c.shape) for m in members for c in graph.consumers[id(m)]
+                if c.op is S.getitem_grad and id(c) not in ids and c.inputs[0] is m}
+    writes = sum(size_of(m.shape) for m in members if id(m) in wanted or
+                 any(id(c) not in ids for c in graph.consumers[id(m)]))
+    ir = all(m.dtype.char in _IR_CHARS and all(
+        i.is_const or i.dtype.char in _IR_CHARS for i in m.inputs) for m in members)
+    return Estimate(sum(statements(m, found) for m in members), sum(read.values()), writes,
+                    len({m.inputs[0].shape if m.op in FUSED_REDUCTIONS else m.shape
+                         for m in members if not splits(m)}),
+                    sum(map(splits, members)), ir, (len(scatters), sum(scatters.values())),
+                    steps_ns(members), len(members))
+
+
+def _programs():
+    x = sg.placeholder("x", shape=(12,))
+    i = sg.placeholder("i", shape=(4,), dtype=np.int64)
+    m = sg.placeholder("m", shape=(4, 4))
+    y = sg.stack([x[k] * x[(k + 1) % 12] for k in range(12)])
+    z = sg.reduce_sum(sg.tanh(sg.matmul(m, m)), axis=0) + sg.cast(i, np.float64)
+    yield [y, sg.gradients(sg.reduce_sum(y * y), x)[0]]
+    yield [z, sg.gradients(sg.reduce_sum(z), m)[0]]
+    yield _kinetics(8)[1]
+    yield _pendulum(2)[1]
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_estimate_in_one_pass_is_the_estimate_in_passes(k, monkeypatch):
+    """Every region the pass weighs (densely, then on the values' structure) and the
+    graph's whole order as one region get the same estimate from both."""
+    from symgrad.compile.scalar import cost, select
+    seen = []
+
+    def both(members, graph, found=None):
+        got = cost.estimate(members, graph, found)
+        assert got == _estimate_in_passes(members, graph, found)
+        seen.append(found)
+        return got
+    monkeypatch.setattr(select, "estimate", both)
+    graph = fold_graph(list(_programs())[k])
+    scalar_graph(graph)
+    assert seen
+    every = [n for n in graph.order if not n.is_const]
+    for f in (None, seen[-1]):
+        assert cost.estimate(every, graph, f) == _estimate_in_passes(every, graph, f)
+
+
 def _planned(outputs, inputs):
     """The folded graph as the compiler weighs it (hoisted), and its scalar regions."""
     graph, _ = hoist_invariants(fold_graph(outputs, inputs))

@@ -119,3 +119,16 @@ def test_a_tampered_record_compiles_again_with_a_warning(fresh):
     (x,), outs = _graph()
     for a, b in zip(f(v), [sg.evaluate(o, {x: v}) for o in outs]):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_attributes_of_each_kind_are_in_the_key():
+    """Tuples of ints (indexing), plain values (an axis) and texts (the sympy trees of
+    fused expressions, shared texts numbered once) each name the graph."""
+    x = sg.placeholder("x", shape=(3, 3))
+
+    def key(*outs):
+        return _key(([x], list(outs)))
+    assert key(x[0, 1]) != key(x[1, 0]) and key(x[0, 1]) == key(x[0, 1])
+    assert key(sg.stack([x, x], axis=0)) != key(sg.stack([x, x], axis=1))
+    assert key(sg.sin(x) * sg.cos(x), sg.cos(x)) != key(sg.cos(x) * sg.sin(x), sg.sin(x))
+    assert key(sg.sin(x) + x, sg.cos(x)) != key(sg.sin(x), sg.cos(x) + x)

@@ -41,7 +41,9 @@ __all__ = ["function", "CompiledFunction", "Fallback", "bind_runtime", "iteratio
            "CODEGEN_VERSION", "PIPELINE", "DEVICE_PIPELINE"]
 
 
-def _as_inputs(inputs: Any, outputs: list) -> list:
+def _as_inputs(inputs: Any, outputs: list) -> tuple:
+    """(the placeholders ``inputs``, checked against ``outputs``; the ``topological_order``
+    of ``outputs``, which the warm cache reads again)."""
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     for k, p in enumerate(inputs):
         if not isinstance(p, Tensor) or p.op is not PLACEHOLDER:
@@ -50,14 +52,15 @@ def _as_inputs(inputs: Any, outputs: list) -> list:
     if len({id(p) for p in inputs}) != len(inputs):
         raise ValueError("sg.function: a placeholder appears twice in inputs")
     names = [p.name for p in inputs]
-    needed = placeholders_of(topological_order([o for o in outputs if o is not None]))
+    order = topological_order([o for o in outputs if o is not None])
+    needed = placeholders_of(order)
     given = {id(p) for p in inputs}
     for p in needed:
         if id(p) not in given:
             raise ValueError(f"sg.function: the outputs depend on placeholder '{p.name}', "
                              f"which is not among inputs ({', '.join(names) or 'none'}); "
                              "add it to inputs")
-    return inputs
+    return inputs, order
 
 
 # The pipeline: each pass takes the compile's Context, sets what it computes and returns
@@ -74,9 +77,10 @@ def _no_build() -> str:
 def warm_pass(ctx: Context) -> str:
     """A cache hit without folding: the record under the unfolded graph's key (warm.py)
     and the verified module it names; on a miss the cold pipeline runs."""
+    order = ctx.extra.get("order")
     key = ctx.extra["graph key"] = warm.graph_key(ctx.inputs, ctx.outputs, ctx.spec.name,
-                                                  ctx.mode, ctx.math)
-    found = warm.load(key, ctx.inputs, ctx.outputs)
+                                                  ctx.mode, ctx.math, order)
+    found = warm.load(key, ctx.inputs, ctx.outputs, order)
     if found is None:
         return f"{key[:16]}: miss, compiling"
     try:
@@ -89,7 +93,8 @@ def warm_pass(ctx: Context) -> str:
 
 
 def store_pass(ctx: Context) -> str:
-    warm.store(ctx.extra["graph key"], ctx.inputs, ctx.outputs, ctx.plan, ctx.key)
+    warm.store(ctx.extra["graph key"], ctx.inputs, ctx.outputs, ctx.plan, ctx.key,
+               ctx.extra.get("order"))
     return f"warm record {ctx.extra['graph key'][:16]} -> module {ctx.key[:16]}"
 
 
@@ -269,11 +274,12 @@ def function(inputs: Any, outputs: Any, target: str = "cpu",
     if sparse is not None:
         return sparse
     outputs, mode = output_list(outputs, "sg.function")
-    inputs = _as_inputs(inputs, outputs)
+    inputs, order = _as_inputs(inputs, outputs)
     name = label([p.name for p in inputs]) + \
         ("" if spec is get_target("cpu") else f" target={spec.name!r}")   # the default unnamed
     phases = Phases(name, target=target, **progress_stream(progress))
     ctx = Context(inputs, outputs, mode, spec, math, phases)
+    ctx.extra["order"] = order        # the user's graph, walked once (warm.py reads it)
     # Ctrl-C: one line (cache files are written atomically); Python's cycle collector held
     # off: each collection walks every live object (the graph, sympy's terms, the plan), a
     # third of a 100,000-node build (it catches up when the build ends)

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import hashlib
 import io
+from array import array
 import json
 from contextlib import contextmanager
+from itertools import chain
 from types import SimpleNamespace
 from typing import Optional
 
@@ -108,41 +110,105 @@ def settings_applied(settings: tuple):
             setattr(modules[m], name, value)
 
 
-def graph_key(inputs: list, outputs: list, target: str, mode, math: str) -> str:
-    """The sha256 hex key of the unfolded graph of ``outputs`` over ``inputs`` (see above)."""
-    order = topological_order([o for o in outputs if o is not None])
-    position = {id(t): k for k, t in enumerate(order)}
-    for p in inputs:
-        if id(p) not in position:
-            position[id(p)] = len(order)
-            order.append(p)
+_PLAIN = frozenset({int, float, str, bool, type(None)})
+"""Attribute values that stand for their ``repr`` in the key (exact, and of distinct
+texts per type: ``1``, ``1.0``, ``True``, ``'1'``; ``-0.0`` and ``0.0`` differ)."""
+
+
+def _ordered(outputs: list, order: Optional[list]) -> list:
+    """``order`` (``topological_order`` of ``outputs``, computed once by ``sg.function``)
+    or that order computed here."""
+    return topological_order([o for o in outputs if o is not None]) if order is None \
+        else order
+
+
+def _attrs_part(t, texts: dict, table: dict, exprs: dict) -> tuple:
+    """Node ``t``'s attributes in ``graph_key``: a constant by its bytes' digest; else
+    its names and values, a value by its ``repr`` where it is plain, itself where it is a
+    tuple of ints, else the number of its exact text (``_attr_text``, once per object: a
+    graph shares its sympy trees and dtypes) in ``table`` (each text hashed once). The
+    three kinds are of three types (str, tuple, int): none equals another."""
+    if t.op is CONSTANT:
+        v = np.asarray(t.attrs["value"])
+        return (v.dtype.str, v.shape, _value_digest(v))
+    parts = []
+    given = t.attrs
+    for name in sorted(given) if len(given) > 1 else given:
+        v = given[name]
+        if type(v) in _PLAIN:
+            parts += (name, repr(v))
+            continue
+        part = texts.get(id(v))
+        if part is None:
+            if type(v) is tuple and all(type(e) is int for e in v):
+                part = v
+            else:
+                text = _attr_text(v, exprs)
+                part = table.get(text)
+                if part is None:
+                    part = table[text] = len(table)
+            texts[id(v)] = part
+        parts += (name, part)
+    return tuple(parts)
+
+
+def graph_key(inputs: list, outputs: list, target: str, mode, math: str,
+              order: Optional[list] = None) -> str:
+    """The sha256 hex key of the unfolded graph of ``outputs`` over ``inputs`` (see above);
+    ``order``: their ``topological_order`` where the caller has it.
+
+    One pass, as ``FoldedGraph.digest``: each distinct node signature (op, shape, dtype,
+    placeholder name, attributes: ``_attrs_part``) numbered once, the nodes an array of
+    ints (their signature's number, their inputs' count and positions)."""
+    order = _ordered(outputs, order)
+    position: dict = {}
+    texts: dict = {}           # id(attribute value) -> its part of the key
+    table: dict = {}           # the attributes' distinct texts -> their number
     exprs: dict = {}
-    lines = [target, str(mode.single), math, cache.versions(), cache_key.CODEGEN_VERSION,
-             "warm 2", repr(fold_settings())]
-    for t in order:
-        if t.op is CONSTANT:
-            v = np.asarray(t.attrs["value"])
-            attrs = f"{v.dtype.str}{v.shape}{_value_digest(v)}"
-        else:
-            attrs = ",".join(f"{k}={_attr_text(t.attrs[k], exprs)}" for k in sorted(t.attrs))
-        lines.append(f"{t.op.name}|{[position[id(i)] for i in t.inputs]}|{t.shape}|"
-                     f"{t.dtype.str}|{t.name if t.op is PLACEHOLDER else ''}|{attrs}")
-    lines.append(f"in {[position[id(p)] for p in inputs]}")
-    lines.append(f"out {[None if o is None else position[id(o)] for o in outputs]}")
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    signatures: dict = {}      # the nodes' distinct signatures -> their number
+    dtypes: dict = {}          # id(dtype) -> (dtype, its str: numpy builds it at each read)
+    flat: list = []
+    get = position.__getitem__
+    for t in chain(order, inputs):      # then the inputs no output depends on
+        if id(t) in position:
+            continue
+        position[id(t)] = len(position)
+        op = t.op
+        d = t.dtype
+        dt = dtypes.get(id(d))
+        if dt is None:
+            dt = dtypes[id(d)] = (d, d.str)
+        signature = (op.name, t.shape, dt[1], t.name if op is PLACEHOLDER else None,
+                     _attrs_part(t, texts, table, exprs) if t.attrs else None)
+        number = signatures.get(signature)
+        if number is None:
+            number = signatures[signature] = len(signatures)
+        inputs_of = t.inputs
+        flat += (number, len(inputs_of))
+        flat += map(get, map(id, inputs_of))
+    flat += [position[id(p)] for p in inputs]
+    flat += [-1 if o is None else position[id(o)] for o in outputs]
+    head = (target, str(mode.single), math, cache.versions(), cache_key.CODEGEN_VERSION,
+            "warm 3", repr(fold_settings()), len(position), len(inputs), list(table),
+            list(signatures))
+    h = hashlib.sha256(repr(head).encode())
+    h.update(array("q", flat).tobytes())
+    return h.hexdigest()
 
 
 def _record_name(key: str) -> str:
     return f"symgrad_warm_{key[:32]}"
 
 
-def store(key: str, inputs: list, outputs: list, plan, module_key: str) -> None:
+def store(key: str, inputs: list, outputs: list, plan, module_key: str,
+          order: Optional[list] = None) -> None:
     """Write the warm record of ``key`` for a module compiled from ``plan`` (quietly
     nothing where a step the driver calls is not a node of the user's graph, or the cache
     cannot be written: the module's own write has warned). A scalar kernel's steps are
     printed in the driver (``compile/scalar``'s ``STEP_FORMS``): they need no binding, and
-    their nodes (regions made by folding) are not the user's."""
-    order = topological_order([o for o in outputs if o is not None])
+    their nodes (regions made by folding) are not the user's. ``order``: as
+    ``graph_key``'s."""
+    order = _ordered(outputs, order)
     position = {id(t): k for k, t in enumerate(order)}
     from ..scalar import STEP_FORMS as INLINE   # printed in the driver: bind nothing
     steps = []
@@ -191,14 +257,16 @@ def _read_sealed(name: str) -> Optional[bytes]:
     return payload
 
 
-def load(key: str, inputs: list, outputs: list) -> Optional[tuple]:
-    """(module key, the light plan ``bind_runtime`` reads) of ``key``'s record, or None."""
+def load(key: str, inputs: list, outputs: list,
+         order: Optional[list] = None) -> Optional[tuple]:
+    """(module key, the light plan ``bind_runtime`` reads) of ``key``'s record, or None
+    (``order``: as ``graph_key``'s)."""
     name = _record_name(key)
     payload = _read_sealed(name)
     if payload is None:
         return None
     try:
-        return _light_plan(payload, key, inputs, outputs)
+        return _light_plan(payload, key, inputs, outputs, order)
     except Exception:  # noqa: BLE001 - a sealed record of another layout: compile instead
         return None
 
@@ -226,7 +294,8 @@ def _with_layout(v: np.ndarray, layout: str) -> np.ndarray:
     return v
 
 
-def _light_plan(payload: bytes, key: str, inputs: list, outputs: list) -> tuple:
+def _light_plan(payload: bytes, key: str, inputs: list, outputs: list,
+                tensors: Optional[list] = None) -> tuple:
     with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
         head = json.loads(bytes(npz["head"]).decode())
         if head["graph"] != key or head["placeholders"] != len(inputs):
@@ -239,7 +308,7 @@ def _light_plan(payload: bytes, key: str, inputs: list, outputs: list) -> tuple:
             if not writeable:
                 v.flags.writeable = False
             order.append(SimpleNamespace(is_const=True, index=index, value=v))
-    tensors = topological_order([o for o in outputs if o is not None])
+    tensors = _ordered(outputs, tensors)
     units = [Step(SimpleNamespace(index=i, tensor=tensors[k])) for i, k in head["steps"]]
     kernels = [SimpleNamespace(index=i, dims=tuple(d), inputs=[
         SimpleNamespace(dims=tuple(di), name=tensors[k].name if k >= 0 else n)

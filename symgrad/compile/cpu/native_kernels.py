@@ -26,7 +26,7 @@ from ..cache.helpers import cache_helpers
 from ..cache.modules import cache_dir, versions, write_bytes
 from ..cache.numba_files import safe_directory
 from ..cache.trust import key_tag, read_regular, seal_bytes, unseal_bytes, warn_once
-from ..codegen.llvm import native
+from ..codegen.llvm import jit, native
 from ..codegen.llvm.chunks import chunking
 
 logger = logging.getLogger("symgrad")
@@ -169,11 +169,13 @@ def paths(module) -> dict:
         else:
             opt, machine = native.levels(kernel.ir_text, kernel.size)
             shape = chunking(kernel.ir_text)
+            passes = f"-O{opt}" if isinstance(opt, int) else \
+                ", ".join(jit.SHORT_PASSES)
             split = "" if shape is None else \
                 f", in {shape[0]} chunks of at most {shape[1]} (one LLVM function each)"
             out[index] = (f"LLVM IR compiled by llvmlite, no numba front end "
                           f"({kernel.statements} statements, {kernel.size} with reads and "
-                          f"writes{split}, passes -O{opt}, code generation -O{machine})")
+                          f"writes{split}, passes {passes}, code generation -O{machine})")
     for index, why in getattr(module, "NUMBA_REASONS_", {}).items():
         out[index] = f"numba function ({why})"
     return out

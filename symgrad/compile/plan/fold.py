@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+from array import array
 import math
 from contextlib import contextmanager
 from typing import Optional
@@ -105,19 +106,78 @@ class FoldedGraph:
                 self.consumers[id(i)].append(node)
 
     def canonical(self) -> str:
-        """A text that identifies the graph: the hash of the compiled module's key."""
-        lines = []
+        """A text that identifies the graph (``digest`` hashes the same, compactly)."""
+        return canonical_text(self.order, [[i.index for i in n.inputs] for n in self.order],
+                              [None if o is None else o.index for o in self.outputs])
+
+    def digest(self) -> str:
+        """The sha256 hex digest of what ``canonical`` says, in one pass over a compact
+        form (the compile key's part): each distinct attribute text (an expression's, in
+        ``canonical`` once per node) and each distinct node signature (op, shape, dtype,
+        placeholder name, attributes) numbered once, the nodes an array of ints (their
+        signature's number, their inputs' count and indices).
+
+        >>> import symgrad as sg
+        >>> x = sg.placeholder("x", shape=(3,))
+        >>> a, b = (fold_graph([f(x) * x]) for f in (sg.sin, sg.cos))
+        >>> a.digest() == fold_graph([sg.sin(x) * x]).digest(), a.digest() == b.digest()
+        (True, False)
+        """
         exprs: dict = {}
+        numbered: tuple = ({}, {})   # per kind (other, expr): id(attribute value) -> number
+        table: dict = {}       # the attributes' distinct texts -> their number
+        signatures: dict = {}  # the nodes' distinct signatures -> their number
+        flat = [len(self.order)]
         for node in self.order:
-            if node.is_const:
-                attrs = f"{node.value.dtype.str}{node.value.shape}{_value_digest(node.value)}"
+            v = node.value
+            if v is not None:
+                attrs = (v.dtype.str, v.shape, _value_digest(v))
+            elif node.attrs:
+                attrs = []
+                given = node.attrs
+                for key in sorted(given) if len(given) > 1 else given:
+                    v = given[key]
+                    expr = key == "expr"
+                    part = numbered[expr].get(id(v))
+                    if part is None:
+                        text = _expr_text(v, exprs) if expr else _repr(v)
+                        part = table.get(text)
+                        if part is None:
+                            part = table[text] = len(table)
+                        numbered[expr][id(v)] = part
+                    attrs += (key, part)
+                attrs = tuple(attrs)
             else:
-                attrs = _attrs_text(node.attrs, exprs)
-            lines.append(f"{node.op.name}|{[i.index for i in node.inputs]}|{node.shape}|"
-                         f"{node.dtype.str}|{node.name if node.op is PLACEHOLDER else ''}"
-                         f"|{attrs}")
-        lines.append(f"out {[None if o is None else o.index for o in self.outputs]}")
-        return "\n".join(lines)
+                attrs = None
+            signature = (node.op.name, node.shape, node.dtype.str,
+                         node.name if node.op is PLACEHOLDER else None, attrs)
+            number = signatures.get(signature)
+            if number is None:
+                number = signatures[signature] = len(signatures)
+            inputs = node.inputs
+            flat += (number, len(inputs))
+            flat += [i.index for i in inputs]
+        flat += [-1 if o is None else o.index for o in self.outputs]
+        h = hashlib.sha256(repr((list(table), list(signatures))).encode())
+        h.update(array("q", flat).tobytes())
+        return h.hexdigest()
+
+
+def canonical_text(order: list, inputs: list, outputs: list) -> str:
+    """``FoldedGraph.canonical`` of the LNodes ``order`` with their ``inputs`` (by index,
+    per node) and the ``outputs`` (indices or None) as given."""
+    lines = []
+    exprs: dict = {}
+    for node, read in zip(order, inputs):
+        if node.is_const:
+            attrs = f"{node.value.dtype.str}{node.value.shape}{_value_digest(node.value)}"
+        else:
+            attrs = _attrs_text(node.attrs, exprs)
+        lines.append(f"{node.op.name}|{read}|{node.shape}|"
+                     f"{node.dtype.str}|{node.name if node.op is PLACEHOLDER else ''}"
+                     f"|{attrs}")
+    lines.append(f"out {outputs}")
+    return "\n".join(lines)
 
 
 def _value_digest(value: np.ndarray) -> str:

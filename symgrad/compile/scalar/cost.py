@@ -271,29 +271,6 @@ def within_budget(estimates: list, budget: float) -> list:
     return fits
 
 
-def _loop_shape(node: LNode) -> tuple:
-    return node.inputs[0].shape if node.op in FUSED_REDUCTIONS else node.shape
-
-
-def _io(members: list, graph: FoldedGraph) -> tuple:
-    """(elements read from the region's inputs, elements written for its outputs, the
-    getitem_grads outside it of its members: (count, elements))."""
-    ids = {id(m) for m in members}
-    read: dict = {}
-    for m in members:
-        for i in m.inputs:
-            if id(i) not in ids and not i.is_const:
-                whole = size_of(i.shape)
-                part = size_of(m.shape) if m.op in _PICKS else whole
-                read[id(i)] = min(whole, read.get(id(i), 0) + part)
-    wanted = {id(o) for o in graph.outputs if o is not None}
-    scatters = {id(c): size_of(c.shape) for m in members for c in graph.consumers[id(m)]
-                if c.op is S.getitem_grad and id(c) not in ids and c.inputs[0] is m}
-    writes = sum(size_of(m.shape) for m in members if id(m) in wanted or
-                 any(id(c) not in ids for c in graph.consumers[id(m)]))
-    return sum(read.values()), writes, (len(scatters), sum(scatters.values()))
-
-
 _IR_DTYPES = frozenset({"float64", "bool"})
 """The values a kernel written as LLVM IR holds (``source._IR_KINDS``); numba compiles
 the others."""
@@ -301,17 +278,55 @@ _IR_CHARS = frozenset(np.dtype(name).char for name in _IR_DTYPES)
 """The same by numpy's type characters (a dtype's ``name`` is built at each read)."""
 
 
-def _ir(members: list) -> bool:
-    """Every value the region reads or makes is float64 or bool (``source._native``)."""
-    return all(m.dtype.char in _IR_CHARS and all(
-        i.is_const or i.dtype.char in _IR_CHARS for i in m.inputs) for m in members)
-
-
 def estimate(members: list, graph: FoldedGraph, found: Optional[dict] = None) -> Estimate:
     """Both forms of the region ``members`` (LNodes of ``graph``, in graph order), its
-    statements counted on ``found`` (``known(graph)``) where given, else densely."""
-    steps = sum(map(splits, members))
-    kernels = len({_loop_shape(m) for m in members if not splits(m)})
-    reads, writes, scatters = _io(members, graph)
-    return Estimate(sum(statements(m, found) for m in members), reads, writes, kernels, steps,
-                    _ir(members), scatters, steps_ns(members), len(members))
+    statements counted on ``found`` (``known(graph)``) where given, else densely.
+
+    One pass over the members: the structural steps (``splits``) and the loop kernels (one
+    per loop shape: a fused reduction loops over its input), the statements, the elements
+    read from inputs outside the region (a pick reads only its elements), the elements
+    written for the region's outputs (wanted, or read outside it), the getitem_grads
+    outside it that its members feed (count, elements) and whether every value read or
+    made is float64 or bool (``source._native``: written as LLVM IR)."""
+    ids = {id(m) for m in members}
+    wanted = {id(o) for o in graph.outputs if o is not None}
+    consumers = graph.consumers
+    read: dict = {}
+    scatters: dict = {}
+    shapes: set = set()
+    steps = work = writes = 0
+    ir = True
+    ir_chars, fused, scatter = _IR_CHARS, FUSED_REDUCTIONS, S.getitem_grad
+    for m in members:
+        op = m.op
+        elementwise = op.kind == "elementwise"
+        if not elementwise and op not in fused and op is not scatter:   # splits
+            steps += 1
+        else:
+            shapes.add(m.inputs[0].shape if op in fused else m.shape)
+        terms = found.get(id(m)) if found is not None else None
+        if terms is not None and terms.terms != READ:     # statements(m, found)
+            work += terms.terms
+        else:
+            work += size_of(m.shape) if elementwise else statements(m)
+        if ir and m.dtype.char not in ir_chars:
+            ir = False
+        for i in m.inputs:
+            if i.is_const:
+                continue
+            if ir and i.dtype.char not in ir_chars:
+                ir = False
+            if id(i) not in ids:
+                whole = size_of(i.shape)
+                part = size_of(m.shape) if op in _PICKS else whole
+                read[id(i)] = min(whole, read.get(id(i), 0) + part)
+        outside = id(m) in wanted
+        for c in consumers[id(m)]:
+            if id(c) not in ids:
+                outside = True
+                if c.op is scatter and c.inputs[0] is m:
+                    scatters[id(c)] = size_of(c.shape)
+        if outside:
+            writes += size_of(m.shape)
+    return Estimate(work, sum(read.values()), writes, len(shapes), steps, ir,
+                    (len(scatters), sum(scatters.values())), steps_ns(members), len(members))

@@ -7,7 +7,7 @@ region's inputs (constants are inlined, not read) and, per value needed outside 
 function once (``source.py``) and names its results. Both are compiler records of this
 room, not ops of the registry (no graph a user builds contains them).
 
-The compile key reads the original folded graph and the regions (``canonical``), so a
+The compile key reads the original folded graph and the regions (``digest``), so a
 change of threshold is a different module.
 
 >>> import symgrad as sg
@@ -21,12 +21,13 @@ change of threshold is a different module.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 from dataclasses import dataclass, field
 from typing import Optional
 
 from ...ops.opdef import OpDef
-from ..plan.fold import FoldedGraph, LNode
+from ..plan.fold import FoldedGraph, LNode, canonical_text
 from .select import scalar_regions
 
 __all__ = ["SCALAR_KERNEL", "SCALAR_OUTPUT", "ScalarRegion", "ScalarGraph", "scalar_graph",
@@ -52,15 +53,24 @@ class ScalarRegion:
 
 
 class ScalarGraph(FoldedGraph):
-    """A folded graph with scalar regions; ``canonical`` is the original graph's text and
-    the regions (by original node index)."""
+    """A folded graph with scalar regions. ``digest`` (the compile key's part) hashes the
+    original graph's digest and the regions (by original node index, ``regions``);
+    ``canonical`` is the original graph's text and the regions, made when first asked
+    for from ``snapshot``: (its order, each node's input indices and the outputs' as the
+    original graph had them)."""
 
-    def __init__(self, order: list, outputs: list, placeholders: list, text: str):
+    def __init__(self, order: list, outputs: list, placeholders: list, original: str,
+                 snapshot: tuple, regions: str):
         super().__init__(order, outputs, placeholders)
-        self.text = text
+        self.original, self.snapshot, self.regions = original, snapshot, regions
 
     def canonical(self) -> str:
-        return self.text
+        if not isinstance(self.snapshot, str):
+            self.snapshot = canonical_text(*self.snapshot)
+        return self.snapshot + self.regions
+
+    def digest(self) -> str:
+        return hashlib.sha256((self.original + self.regions).encode()).hexdigest()
 
 
 def region_of(node: LNode) -> Optional[ScalarRegion]:
@@ -90,8 +100,10 @@ def scalar_graph(graph: FoldedGraph) -> tuple:
     regions = _found_regions(graph, scalar_regions(graph))
     if not regions:
         return graph, []
-    text = graph.canonical() + "".join(
-        f"\nscalar {r.number}: {[m.index for m in r.members]}" for r in regions)
+    original = graph.digest()          # before the nodes' inputs and indices change
+    snapshot = (graph.order, [[i.index for i in n.inputs] for n in graph.order],
+                [None if o is None else o.index for o in graph.outputs])
+    text = "".join(f"\nscalar {r.number}: {[m.index for m in r.members]}" for r in regions)
     member_of = {id(m): r for r in regions for m in r.members}
     replaced: dict = {}                     # id(output member) -> its scalar_output node
     for r in regions:
@@ -120,7 +132,7 @@ def scalar_graph(graph: FoldedGraph) -> tuple:
             position.update({id(o): (k, 1 + j) for j, o in enumerate(r.results)})
     outputs = [None if o is None else replaced.get(id(o), o) for o in graph.outputs]
     order = _topological(nodes, position)
-    out = ScalarGraph(order, outputs, graph.placeholders, text)
+    out = ScalarGraph(order, outputs, graph.placeholders, original, snapshot, text)
     out.hoisted = getattr(graph, "hoisted", [])
     out.scalar_choices = getattr(graph, "scalar_choices", [])
     return out, regions

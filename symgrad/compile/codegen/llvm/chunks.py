@@ -41,7 +41,9 @@ CHUNK_STATEMENTS = 500
 (build_time.py, CPU s of the build / us per call, two rounds each, alternating): 250: d
 14.4, 13.5 s / 21.3 us, f25 6.6, 5.9 s / 36.6-37.7 us; 500: d 12.8, 13.5 s / 20.9-21.0 us,
 f25 5.9, 6.0 s / 36.1-36.5 us. LLVM alone at 1,000: d about as fast, f25's code generation
-20% slower (more values live across its tanh calls)."""
+20% slower (more values live across its tanh calls). With the short passes
+(``native.CHUNK_LEVELS``), f25's LLVM CPU s / us per call: 250: 2.72 / 35.3, 500: 2.87,
+3.00 / 35.6, 35.1, 1,000: 3.49 / 35.4."""
 
 STACK_SCRATCH = 1 << 18
 """Bytes of scratch up to which it is on the entry function's stack; above, it is
@@ -54,27 +56,23 @@ HEADER = "; symgrad chunks "
 DEEP = 50
 """Statements per output element stored from which a kernel is cut into chunks (``deep``)."""
 
-BUDGET_INSTRUCTIONS = 250_000
-"""The most IR instructions of a kernel cut into chunks (``deep``): the chunks' higher
-levels cost LLVM about 1 s more per 100,000 instructions (RK4 500 steps: 135,000 lines of
-IR, +1.4 s; 25 layers: 115,000, +0.5-1.2 s; 200 layers: about 900,000, +13 s, 31 -> 44 s),
-a build budget; a larger kernel stays one function, as on main."""
+def deep(statements: int, stored: int) -> bool:
+    """Whether a kernel of ``statements`` that stores ``stored`` output elements one by
+    one is cut into chunks (when it has more than ``CHUNK_STATEMENTS``): a deep program
+    (RK4 500 steps: 8,000 statements an element, 32 -> 21 us per call; 25 layers: 64, 56
+    -> 37 us; 200 layers: 505-540 -> 392-399 us at the same build time, 29 s), not a wide
+    one, a Jacobian's (pendulum: 43, mass action: 1.4), whose chunks gained at most 16% per
+    call at code generation -O1 (9.3 -> 7.8 us; 6.4 -> 6.6 us) for 2-5 times the LLVM
+    time of the one function at -O0, and lost 40% at -O0 (9.1 -> 13.1 us, 6.3 -> 8.0 us):
+    it stays one function. There is no size budget any more: with the chunks' short
+    passes (``native.CHUNK_LEVELS``) LLVM's time in chunks is linear in the statements
+    and no longer above the one function's (200 layers, about 900,000 lines of IR: 23.8-25.2
+    s against 24.4 s of LLVM; at IR passes -O1 it was 44 s against 31 s of the build).
 
-
-def deep(statements: int, stored: int, instructions: int = 0) -> bool:
-    """Whether a kernel of ``statements`` (``instructions`` lines of IR) that stores
-    ``stored`` output elements one by one is cut into chunks (when it has more than
-    ``CHUNK_STATEMENTS``): a deep program (RK4 500 steps: 8,000 statements an element, 32
-    -> 21 us per call; 25 layers: 64, 56 -> 37 us) within ``BUDGET_INSTRUCTIONS``, not a
-    wide one, a Jacobian's (pendulum: 43, mass action: 1.4), whose chunks gained at most
-    16% per call at code generation -O1 (9.3 -> 7.8 us; 6.4 -> 6.6 us) for 2-5 times the
-    LLVM time of the one function at -O0, and lost 40% at -O0 (9.1 -> 13.1 us, 6.3 -> 8.0
-    us): it stays one function.
-
-    >>> deep(72_000, 9, 135_000), deep(3_278, 2_300), deep(66_000, 129, 900_000)
-    (True, False, False)
+    >>> deep(72_000, 9), deep(3_278, 2_300), deep(66_000, 129)
+    (True, False, True)
     """
-    return statements >= DEEP * max(1, stored) and instructions <= BUDGET_INSTRUCTIONS
+    return statements >= DEEP * max(1, stored)
 
 
 def header(n: int, largest: int) -> str:

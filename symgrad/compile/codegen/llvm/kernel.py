@@ -217,8 +217,7 @@ def kernel_ir(inputs: list, steps: list, outputs: list,
     raising = any(spec.startswith(RAISING_HELPERS) for spec, _ in called)
     limit = chunks.CHUNK_STATEMENTS if chunk is None else chunk
     split = len(body) > limit and len(made) > 4 and chunks.deep(
-        len(steps), sum(len(_stored(kind, elements)) for kind, _, elements in outputs),
-        sum(entry.count("\n") + 1 for entry in body))
+        len(steps), sum(len(_stored(kind, elements)) for kind, _, elements in outputs))
     lines = _entry(inputs, len(outputs), raising, split)
     head, functions = "", []
     if split:

@@ -49,11 +49,15 @@ def opt_level(statements: int) -> int:
     return 3 if statements <= NUMBA_PASSES else 1
 
 
-CHUNK_LEVELS = (1, 1)
-"""(IR passes, code generation) of a kernel cut into chunks (``chunks.py``): per call as
-fast as numba's pipeline and code generation -O3 (RK4 500 steps, 145 chunks of 500: 20.9 /
+CHUNK_LEVELS = ("short", 1)
+"""(IR passes, code generation) of a kernel cut into chunks (``chunks.py``): ``jit.SHORT``
+(``jit.SHORT_PASSES``: sroa, instcombine, simplifycfg) and code generation -O1 without the
+machine scheduler (``jit.emit``). IR passes -O1 and code generation -O1 ran as fast per
+call as numba's pipeline and code generation -O3 (RK4 500 steps, 145 chunks of 500: 20.9 /
 20.6 us; 25 layers, 17 chunks: 34.9 / 36.2 us) at 60% of their LLVM time (RK4: 3.6 / 5.4 s
-CPU, loaded machine); code generation -O0 spills every value (25.5 and 75 us)."""
+CPU, loaded machine); the short passes and no scheduler take 25 layers' LLVM time from 4.4
+to about 2.6 s at the same speed; code generation -O0 spills every value (25.5 and 75
+us)."""
 
 
 def levels(ir_text: str, size: int) -> tuple:
@@ -62,7 +66,7 @@ def levels(ir_text: str, size: int) -> tuple:
     ``codegen_level`` of its size.
 
     >>> levels("; symgrad chunks 4 largest 510\\ndefine ...", 2_000)
-    (1, 1)
+    ('short', 1)
     >>> levels("", 800)
     (3, 2)
     """
@@ -183,11 +187,16 @@ def _machine(codegen, level: int):
     return _MACHINES[level]
 
 
-def _optimise(codegen, module, level: int) -> None:
+def _optimise(codegen, module, level, inline: tuple = ()) -> None:
     """numba's pipeline (level 3: its per-function passes, then its cheap and full module
-    passes) or one module pipeline at ``level``."""
+    passes), one module pipeline at ``level``, or (``jit.SHORT``) the chunks' short list
+    (``jit.short_passes``, the linked helpers named in ``inline`` inlined)."""
+    from . import jit
+
     module.data_layout = codegen._data_layout
-    if level >= 3:
+    if level == jit.SHORT:
+        jit.short_passes(module, codegen._tm, inline)
+    elif level >= 3:
         for function in module.functions:
             if not function.is_declaration:
                 fpm, pb = codegen._function_pass_manager()
@@ -230,10 +239,11 @@ def compile_kernel(ir_text: str, helpers: tuple, statements: int) -> tuple:
     codegen = cpu_target.target_context.codegen()
     with global_compiler_lock:
         _add_symbols()
-        linked = []
+        linked, lib_names = [], []
         for spec, kinds in calls(helpers):
             cres = _helper(spec, kinds)
             linked.append(cres.library)
+            lib_names.append(cres.fndesc.llvm_func_name)
             text = text.replace("@" + helper_symbol(spec, kinds) + "(",
                                 f'@"{cres.fndesc.llvm_func_name}"(')
         module = ll.parse_assembly(text)
@@ -242,8 +252,8 @@ def compile_kernel(ir_text: str, helpers: tuple, statements: int) -> tuple:
         for library in linked:
             module.link_in(library._get_module_for_linking(), preserve=True)
         opt, machine = levels(ir_text, statements)
-        _optimise(codegen, module, opt)
-        obj = _machine(codegen, machine).emit_object(module)
+        _optimise(codegen, module, opt, tuple(lib_names))
+        obj = jit.emit(_machine(codegen, machine), module, opt == jit.SHORT)
         data = pack((symbol, "object", (obj, module.as_bitcode())))
     return _loaded(ir_text, data)
 
