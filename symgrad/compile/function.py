@@ -20,7 +20,8 @@ from .cache import modules as cache
 from .cache.key import CODEGEN_VERSION, compile_key
 from .cpu.driver import PARALLEL_THRESHOLD, ModuleWriter
 from .cpu.eager import compile_module, dispatchers
-from .plan.fold import fold_graph, paused_gc
+from ..collector import paused_gc
+from .plan.fold import fold_graph
 from .plan.hoist import hoist_invariants
 from .codegen.lower import lower_kernel
 from .nest import Nest, nest_plan

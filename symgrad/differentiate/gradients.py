@@ -11,13 +11,12 @@
 
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
 from typing import Any, Optional
 
 import numpy as np
 
 from ..arguments import UnconnectedGradients, array_of, check_seed, unconnected_policy
+from ..collector import paused_gc
 from ..errors import UnconnectedGradientError
 from ..graph.naming import name_scope
 from ..graph.tensor import Tensor, describe
@@ -56,21 +55,6 @@ def _seed(y: Tensor, k: int, grad_y: Any) -> Tensor:
     check_seed("sg.gradients", f"grad_ys[{k}]", f"ys[{k}] {describe(y)}", seed.dtype,
                seed.shape, y.dtype, y.shape)
     return seed
-
-
-@contextmanager
-def _paused_gc():
-    """Python's cycle collector held off during the sweep: it makes a node per
-    contribution (no cyclic garbage), and each collection walks the whole graph; it
-    catches up when the sweep ends (as ``compile``'s passes do, ``plan.fold.paused_gc``)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: Optional[str] = "gradients",
@@ -119,7 +103,7 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: Optional[str] = "grad
     placeholders_of(order + topological_order(xs, stop=order))
     stop_ids = {id(s) for s in stops}
     check_no_prevented(ys, xs, stop_ids, order)
-    with name_scope(name), _paused_gc():
+    with name_scope(name), paused_gc():
         seeds = [_seed(y, k, g) for k, (y, g) in enumerate(zip(ys, grad_list))]
         results = reverse_sweep(ys, seeds, xs, stop_ids, order)
         return [_finish(x, k, r, ys, policy) for k, (x, r) in enumerate(zip(xs, results))]

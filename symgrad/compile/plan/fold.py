@@ -23,11 +23,9 @@ A constant whose elements are all equal is *uniform*: lowering inlines it as a n
 
 from __future__ import annotations
 
-import gc
 import hashlib
 from array import array
 import math
-from contextlib import contextmanager
 from typing import Optional
 
 import numpy as np
@@ -37,6 +35,7 @@ from ...evaluate import run_node
 from ...graph.tensor import Tensor
 from ...ops.symbols import dtype_kind, input_symbol
 from ...graph.traversal import placeholders_of, topological_order
+from ...collector import paused_gc
 from ...shapes import is_fully_known
 from .oprules import CONSTANT, FILLS, IDENTITIES, PLACEHOLDER, E, S
 from ..printing.printer import number
@@ -396,29 +395,6 @@ def _inflates(tensor, inputs: list, value: np.ndarray) -> bool:
         return False
     read = sum(i.value.nbytes for i in inputs if i.uniform is None)
     return np.asarray(value).nbytes > read
-
-
-@contextmanager
-def paused_gc():
-    """Python's cycle collector held off for a pass that allocates a node record per graph
-    node: each collection walks every live object (the whole graph), so a pass over a
-    100,000-node graph spent half its time in them; nothing these passes make is cyclic
-    garbage, and the collector runs again (catching up) when the pass ends.
-
-    >>> with paused_gc():
-    ...     gc.isenabled()
-    False
-    >>> gc.isenabled()
-    True
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def fold_graph(outputs: list, placeholders: Optional[list] = None) -> FoldedGraph:

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ...shapes import is_fully_known
-from ..plan.fold import FoldedGraph, LNode, paused_gc
+from ...collector import paused_gc
+from ..plan.fold import FoldedGraph, LNode
 from ..plan.oprules import VIEWS
 from . import settings
 from .cost import (Estimate, admissible, budget_us, estimate, known, size_of, splits,

@@ -351,20 +351,10 @@ def _chunk_functions(p, inputs: list, outputs: list, body: list, raising: bool) 
             stored.setdefault(entry, []).append((op, slot, kind))
         for entry in range(start, end):
             for op, slot, kind in loads.get(entry, ()):
-                lines.append(f"  {op}.lp = getelementptr inbounds i8, ptr %sc, i64 {8 * slot}")
-                if kind == "i1":
-                    lines += [f"  {op}.lb = load i8, ptr {op}.lp",
-                              f"  {op} = icmp ne i8 {op}.lb, 0"]
-                else:
-                    lines.append(f"  {op} = load {kind}, ptr {op}.lp")
+                lines += _scratch(op, slot, kind, load=True)
             lines.append(body[entry])
             for op, slot, kind in stored.get(entry, ()):
-                lines.append(f"  {op}.sp = getelementptr inbounds i8, ptr %sc, i64 {8 * slot}")
-                if kind == "i1":
-                    lines += [f"  {op}.sb = zext i1 {op} to i8",
-                              f"  store i8 {op}.sb, ptr {op}.sp"]
-                else:
-                    lines.append(f"  store {kind} {op}, ptr {op}.sp")
+                lines += _scratch(op, slot, kind, load=False)
         by_output: dict = {}
         for j, flat, op in p.writes[c]:
             by_output.setdefault(j, []).append((flat, op, outputs[j][2][flat][1]))
@@ -374,3 +364,21 @@ def _chunk_functions(p, inputs: list, outputs: list, body: list, raising: bool) 
             _stores(lines, j, data, outputs[j][0], by_output[j])
         out += lines + ["  ret void", "}"]
     return out
+
+
+def _scratch(op: str, slot: int, kind: str, load: bool) -> list:
+    """IR lines that load ``op`` from (or store it to) the chunks' scratch slot ``slot``
+    (8 bytes each; an ``i1`` travels as an ``i8``).
+
+    >>> _scratch("%v3", 2, "i1", load=False)[1:]
+    ['  %v3.sb = zext i1 %v3 to i8', '  store i8 %v3.sb, ptr %v3.sp']
+    """
+    tag = "l" if load else "s"
+    lines = [f"  {op}.{tag}p = getelementptr inbounds i8, ptr %sc, i64 {8 * slot}"]
+    if kind == "i1" and load:
+        return lines + [f"  {op}.lb = load i8, ptr {op}.lp", f"  {op} = icmp ne i8 {op}.lb, 0"]
+    if kind == "i1":
+        return lines + [f"  {op}.sb = zext i1 {op} to i8", f"  store i8 {op}.sb, ptr {op}.sp"]
+    if load:
+        return lines + [f"  {op} = load {kind}, ptr {op}.lp"]
+    return lines + [f"  store {kind} {op}, ptr {op}.sp"]
